@@ -1,0 +1,1 @@
+"""Data package: built-in trace-format specs (TOML). No Python lives here."""

@@ -1,0 +1,1 @@
+"""Data package: built-in classification rules and tables (TOML). No Python lives here."""

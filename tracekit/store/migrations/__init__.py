@@ -1,0 +1,1 @@
+"""Alembic environment for the store, configured in code (no alembic.ini)."""

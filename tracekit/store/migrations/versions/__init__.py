@@ -1,0 +1,1 @@
+"""Sequential store revisions: 0001_initial, 0002_..."""

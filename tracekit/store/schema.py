@@ -1,0 +1,325 @@
+"""SQLAlchemy 2.0 typed models: the single source of truth for the store's schema.
+
+Conventions:
+- tables are plural snake_case; times are integer nanoseconds in ``*_ns`` columns;
+- every row belongs to a run (``run_id``, ON DELETE CASCADE), so deleting a run is one
+  statement and a failed ingest rolls back as one transaction;
+- strings that repeat per record (kernel names, API names) live in their own per-run tables
+  and records point at them by id: classification then works once per unique name.
+
+Alembic migrations in ``tracekit/store/migrations/versions`` must reproduce this metadata
+exactly (a test compares them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Declarative base with a constraint naming convention (needed by Alembic batch mode)."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _run_fk() -> Mapped[int]:
+    return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+
+
+class Run(Base):
+    """One analyzed capture: a trace file, or a folder of per-rank files."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_path: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    format: Mapped[str] = mapped_column(String(64))
+    producer: Mapped[str | None] = mapped_column(String(64))
+    producer_version: Mapped[str | None] = mapped_column(String(64))
+    schema_version: Mapped[str | None] = mapped_column(String(64))
+    tracekit_version: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    label: Mapped[str | None] = mapped_column(Text)
+    engine: Mapped[str | None] = mapped_column(String(32))
+    model_label: Mapped[str | None] = mapped_column(Text)
+    gpu: Mapped[str | None] = mapped_column(Text)
+    verdict: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default="complete")
+    meta_json: Mapped[str | None] = mapped_column(Text)
+
+
+class Device(Base):
+    """A GPU as the trace saw it. ``device_index`` is what kernel records call it."""
+
+    __tablename__ = "devices"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    device_index: Mapped[int] = mapped_column(Integer)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+    name: Mapped[str | None] = mapped_column(Text)
+    compute_major: Mapped[int | None] = mapped_column(Integer)
+    compute_minor: Mapped[int | None] = mapped_column(Integer)
+    sm_count: Mapped[int | None] = mapped_column(Integer)
+    memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    uuid: Mapped[str | None] = mapped_column(Text)
+    arch: Mapped[str | None] = mapped_column(String(16))
+    arch_source: Mapped[str | None] = mapped_column(String(32))
+
+
+class Process(Base):
+    """A profiled process (``globalPid`` in nsys, ``pid`` in Kineto)."""
+
+    __tablename__ = "processes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    global_pid: Mapped[int] = mapped_column(BigInteger)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    name: Mapped[str | None] = mapped_column(Text)
+
+
+class Thread(Base):
+    """A CPU thread, with its name where the trace has one (e.g. ``VLLM::EngineCore``)."""
+
+    __tablename__ = "threads"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    global_tid: Mapped[int] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+    tid: Mapped[int | None] = mapped_column(Integer)
+    name: Mapped[str | None] = mapped_column(Text)
+
+
+class KernelName(Base):
+    """One unique kernel name in a run; classification works on these, not on records."""
+
+    __tablename__ = "kernel_names"
+    __table_args__ = (UniqueConstraint("run_id", "source_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    source_key: Mapped[int] = mapped_column(BigInteger)
+    name: Mapped[str] = mapped_column(Text)
+    short_name: Mapped[str | None] = mapped_column(Text)
+    mangled_name: Mapped[str | None] = mapped_column(Text)
+
+
+class Kernel(Base):
+    """One kernel execution on the GPU, with its launch (thread, CPU time) when known."""
+
+    __tablename__ = "kernels"
+    __table_args__ = (
+        Index("ix_kernels_run_name", "run_id", "name_id"),
+        Index("ix_kernels_run_launch", "run_id", "global_tid", "launch_start_ns"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
+    device: Mapped[int | None] = mapped_column(Integer)
+    stream: Mapped[int | None] = mapped_column(BigInteger)
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    grid_x: Mapped[int | None] = mapped_column(Integer)
+    grid_y: Mapped[int | None] = mapped_column(Integer)
+    grid_z: Mapped[int | None] = mapped_column(Integer)
+    block_x: Mapped[int | None] = mapped_column(Integer)
+    block_y: Mapped[int | None] = mapped_column(Integer)
+    block_z: Mapped[int | None] = mapped_column(Integer)
+    registers: Mapped[int | None] = mapped_column(Integer)
+    static_smem: Mapped[int | None] = mapped_column(Integer)
+    dynamic_smem: Mapped[int | None] = mapped_column(Integer)
+    correlation_id: Mapped[int | None] = mapped_column(BigInteger)
+    external_id: Mapped[int | None] = mapped_column(BigInteger)
+    graph_node_id: Mapped[int | None] = mapped_column(BigInteger)
+    graph_id: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+    global_tid: Mapped[int | None] = mapped_column(BigInteger)
+    launch_start_ns: Mapped[int | None] = mapped_column(BigInteger)
+    launch_end_ns: Mapped[int | None] = mapped_column(BigInteger)
+    step_id: Mapped[int | None] = mapped_column(BigInteger)
+    phase: Mapped[str | None] = mapped_column(String(16))
+
+
+class MemoryOp(Base):
+    """A memcpy or memset on the GPU."""
+
+    __tablename__ = "memory_ops"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    kind: Mapped[str] = mapped_column(String(16))
+    device: Mapped[int | None] = mapped_column(Integer)
+    stream: Mapped[int | None] = mapped_column(BigInteger)
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int | None] = mapped_column(BigInteger)
+    correlation_id: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class ApiName(Base):
+    """One unique runtime/driver API name in a run (``cudaLaunchKernel_v7000`` …)."""
+
+    __tablename__ = "api_names"
+    __table_args__ = (UniqueConstraint("run_id", "source_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    source_key: Mapped[int] = mapped_column(BigInteger)
+    name: Mapped[str] = mapped_column(Text)
+
+
+class RuntimeCall(Base):
+    """A CUDA runtime or driver API call on a CPU thread."""
+
+    __tablename__ = "runtime_calls"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    name_id: Mapped[int | None] = mapped_column(ForeignKey("api_names.id", ondelete="CASCADE"))
+    kind: Mapped[str | None] = mapped_column(String(8))
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    correlation_id: Mapped[int | None] = mapped_column(BigInteger)
+    global_tid: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class NvtxRange(Base):
+    """An NVTX event: push/pop or start/end range, mark, or domain creation (``kind``).
+
+    Torch-trace ``user_annotation`` events land here too, so phase markers are found the
+    same way whatever the producer.
+    """
+
+    __tablename__ = "nvtx_ranges"
+    __table_args__ = (Index("ix_nvtx_ranges_run_tid", "run_id", "global_tid", "start_ns"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(16))
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int | None] = mapped_column(BigInteger)
+    text: Mapped[str | None] = mapped_column(Text)
+    domain: Mapped[str | None] = mapped_column(Text)
+    global_tid: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class CpuOp(Base):
+    """A framework op (torch ``cpu_op``) with its input types and shapes, when recorded."""
+
+    __tablename__ = "cpu_ops"
+    __table_args__ = (Index("ix_cpu_ops_run_ext", "run_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(Text)
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    external_id: Mapped[int | None] = mapped_column(BigInteger)
+    global_tid: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+    input_types: Mapped[str | None] = mapped_column(Text)
+    input_dims: Mapped[str | None] = mapped_column(Text)
+
+
+class KernelMetric(Base):
+    """A hardware counter for one profiled kernel launch (Nsight Compute), long format."""
+
+    __tablename__ = "kernel_metrics"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
+    launch_index: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(Text)
+    unit: Mapped[str | None] = mapped_column(String(32))
+    value: Mapped[float | None] = mapped_column(Float)
+    text_value: Mapped[str | None] = mapped_column(Text)
+
+
+class Step(Base):
+    """An engine step (prefill / decode / mixed) from a marker or a heuristic."""
+
+    __tablename__ = "steps"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    nvtx_id: Mapped[int | None] = mapped_column(BigInteger)
+    engine: Mapped[str | None] = mapped_column(String(32))
+    phase: Mapped[str] = mapped_column(String(16))
+    source: Mapped[str] = mapped_column(String(16))
+    text: Mapped[str | None] = mapped_column(Text)
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    gpu_start_ns: Mapped[int | None] = mapped_column(BigInteger)
+    gpu_end_ns: Mapped[int | None] = mapped_column(BigInteger)
+    global_tid: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+    prefill_tokens: Mapped[int | None] = mapped_column(Integer)
+    decode_tokens: Mapped[int | None] = mapped_column(Integer)
+    prefill_requests: Mapped[int | None] = mapped_column(Integer)
+    decode_requests: Mapped[int | None] = mapped_column(Integer)
+
+
+class Classification(Base):
+    """What one unique kernel name computes, and the evidence that decided it."""
+
+    __tablename__ = "classifications"
+    __table_args__ = (UniqueConstraint("run_id", "name_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
+    op: Mapped[str] = mapped_column(String(16))
+    path: Mapped[str] = mapped_column(String(16))
+    weights: Mapped[str | None] = mapped_column(String(16))
+    activations: Mapped[str | None] = mapped_column(String(16))
+    accum: Mapped[str | None] = mapped_column(String(16))
+    library: Mapped[str | None] = mapped_column(String(32))
+    rule: Mapped[str | None] = mapped_column(String(64))
+    evidence: Mapped[str | None] = mapped_column(String(32))
+    confidence: Mapped[str | None] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+
+
+class Finding(Base):
+    """A verdict item: expected vs observed datatype path, markers lost, and the like."""
+
+    __tablename__ = "findings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    rule: Mapped[str] = mapped_column(String(64))
+    severity: Mapped[str] = mapped_column(String(8))
+    message: Mapped[str] = mapped_column(Text)
+    phase: Mapped[str | None] = mapped_column(String(16))
+    share: Mapped[float | None] = mapped_column(Float)
+    evidence_json: Mapped[str | None] = mapped_column(Text)
