@@ -1,0 +1,99 @@
+"""Bulk row movement from a SQLite source file into the store, without Python row loops.
+
+Readers write plain ``SELECT`` statements against the source attached as schema ``src``
+(and, for id lookups, small per-run tables in ``main``: ``kernel_names``, ``api_names``).
+
+- SQLite store: the source is ATTACHed read-only to the store connection and every copy is
+  one ``INSERT INTO … SELECT …`` executed inside SQLite.
+- Any other store (PostgreSQL …): the same SELECT runs on a private in-memory SQLite
+  connection with the source attached and the lookup tables mirrored there; the result is
+  streamed in chunks into the store with one multi-row insert per chunk (COPY on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+CHUNK_ROWS = 50_000
+
+
+def source_uri(path: Path) -> str:
+    """SQLite URI that opens ``path`` read-only and immutable (no -wal/-shm, no locks)."""
+    return f"{path.absolute().as_uri()}?mode=ro&immutable=1"
+
+
+class BulkCopier:
+    """Moves SELECT results from the attached source into store tables."""
+
+    def __init__(self, connection: Connection, source: Path) -> None:
+        self.connection = connection
+        self.source = source
+        self.native = connection.dialect.name == "sqlite"
+        self._side: sqlite3.Connection | None = None
+        if not self.native:
+            self._side = sqlite3.connect(":memory:")
+            self._side.execute("ATTACH DATABASE ? AS src", (source_uri(source),))
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run a small SELECT against the source (metadata, table info)."""
+        if self._side is not None:
+            return self._side.execute(sql, params or {}).fetchall()
+        return [tuple(row) for row in self.connection.execute(text(sql), params or {})]
+
+    def copy(self, table: str, columns: Sequence[str], select_sql: str,
+             params: dict[str, Any] | None = None) -> int:
+        """Insert the rows of ``select_sql`` into ``table(columns)``; returns the row count."""
+        column_list = ", ".join(columns)
+        if self._side is None:
+            result = self.connection.execute(
+                text(f"INSERT INTO {table} ({column_list}) {select_sql}"), params or {}
+            )
+            return int(result.rowcount or 0)
+        cursor = self._side.execute(select_sql, params or {})
+        total = 0
+        while True:
+            rows = cursor.fetchmany(CHUNK_ROWS)
+            if not rows:
+                return total
+            insert_rows(self.connection, table, columns, rows)
+            total += len(rows)
+
+    def mirror_lookup(self, table: str, columns: Sequence[str],
+                      rows: Iterable[Sequence[Any]]) -> None:
+        """Make a small store table's rows visible to SELECTs on the side connection."""
+        if self._side is None:
+            return
+        self._side.execute(f"DROP TABLE IF EXISTS main.{table}")
+        self._side.execute(f"CREATE TABLE main.{table} ({', '.join(columns)})")
+        placeholders = ", ".join("?" for _ in columns)
+        self._side.executemany(f"INSERT INTO main.{table} VALUES ({placeholders})", rows)
+        self._side.execute(f"CREATE INDEX main.ix_{table} ON {table} ({columns[0]}, {columns[1]})")
+
+    def close(self) -> None:
+        """Release the side connection."""
+        if self._side is not None:
+            self._side.close()
+
+
+def insert_rows(connection: Connection, table: str, columns: Sequence[str],
+                rows: Sequence[Sequence[Any]]) -> None:
+    """Insert many rows at once: COPY on PostgreSQL, executemany elsewhere."""
+    if not rows:
+        return
+    if connection.dialect.name == "postgresql":
+        raw = connection.connection.dbapi_connection
+        with raw.cursor() as cursor:  # type: ignore[union-attr]
+            with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        return
+    placeholders = ", ".join(f":c{index}" for index in range(len(columns)))
+    statement = text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})")
+    connection.execute(
+        statement, [{f"c{i}": value for i, value in enumerate(row)} for row in rows]
+    )

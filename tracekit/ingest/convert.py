@@ -1,0 +1,96 @@
+"""Turn Nsight Systems containers into SQLite exports with NVIDIA's own tools.
+
+``.qdstrm`` → ``QdstrmImporter -i`` → ``.nsys-rep`` → ``nsys export --type sqlite`` → ``.sqlite``.
+The outputs go to a work folder (the run folder, or a temporary one), never next to the
+user's input.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tracekit.errors import InputError, ToolNotFound
+
+NSYS_ENV = "TRACEKIT_NSYS"
+IMPORTER_ENV = "TRACEKIT_QDSTRM_IMPORTER"
+EXPORT_TIMEOUT_S = 3600
+
+
+def find_nsys() -> Path | None:
+    """The nsys executable: ``$TRACEKIT_NSYS``, then PATH."""
+    configured = os.environ.get(NSYS_ENV)
+    if configured:
+        return Path(configured)
+    found = shutil.which("nsys")
+    return Path(found) if found else None
+
+
+def find_qdstrm_importer() -> Path | None:
+    """nsys's QdstrmImporter: ``$TRACEKIT_QDSTRM_IMPORTER`` or ``host-linux-x64/`` near nsys."""
+    configured = os.environ.get(IMPORTER_ENV)
+    if configured:
+        return Path(configured)
+    nsys = find_nsys()
+    if nsys is None:
+        return None
+    real = nsys.resolve()
+    for base in (real.parent, real.parent.parent, real.parent.parent.parent):
+        for candidate in (base / "host-linux-x64" / "QdstrmImporter",
+                          *base.glob("*/host-linux-x64/QdstrmImporter")):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _run(command: list[str], what: str, source: Path) -> None:
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True,
+                                   timeout=EXPORT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{source}: {what} did not finish in {EXPORT_TIMEOUT_S} s") from None
+    if completed.returncode != 0:
+        detail = (completed.stderr or completed.stdout).strip().splitlines()
+        last = detail[-1] if detail else f"exit code {completed.returncode}"
+        raise InputError(f"{source}: {what} failed: {last[:300]}")
+
+
+def nsys_rep_to_sqlite(report: Path, work_dir: Path) -> Path:
+    """Export ``report`` with ``nsys export --type sqlite`` into ``work_dir``."""
+    nsys = find_nsys()
+    if nsys is None:
+        raise ToolNotFound(
+            f"{report}: reading an .nsys-rep needs nsys, which is not installed",
+            hint="install Nsight Systems, or run `nsys export --type sqlite` on a machine "
+                 "that has it and pass the .sqlite",
+        )
+    work_dir.mkdir(parents=True, exist_ok=True)
+    output = work_dir / (report.name.removesuffix(".nsys-rep").removesuffix(".qdrep") + ".sqlite")
+    _run([str(nsys), "export", "--type", "sqlite", "--force-overwrite", "true",
+          "-o", str(output), str(report)], "nsys export", report)
+    if not output.exists():
+        raise InputError(f"{report}: nsys export wrote no SQLite file")
+    return output
+
+
+def qdstrm_to_nsys_rep(stream: Path, work_dir: Path) -> Path:
+    """Import a ``.qdstrm`` with QdstrmImporter; the report lands in ``work_dir``."""
+    importer = find_qdstrm_importer()
+    if importer is None:
+        raise ToolNotFound(
+            f"{stream}: reading a .qdstrm needs nsys's QdstrmImporter, which was not found",
+            hint=f"install Nsight Systems or set {IMPORTER_ENV}",
+        )
+    work_dir.mkdir(parents=True, exist_ok=True)
+    staged = work_dir / stream.name
+    if staged.resolve() != stream.resolve():
+        shutil.copyfile(stream, staged)
+    _run([str(importer), "-i", str(staged)], "QdstrmImporter", stream)
+    report = staged.with_suffix(".nsys-rep")
+    if not report.exists():
+        raise InputError(f"{stream}: QdstrmImporter wrote no .nsys-rep")
+    if staged.resolve() != stream.resolve():
+        staged.unlink()
+    return report

@@ -1,0 +1,188 @@
+"""Ingest input files into the store as one run, atomically and at most once.
+
+1. check and detect each input (content, not extension);
+2. convert containers (.qdstrm, .nsys-rep) with NVIDIA's tools into a work folder;
+3. hash the original inputs: the same bytes ingested twice give back the existing run;
+4. in ONE transaction: insert the run row, let the reader copy the records, commit.
+   Any failure rolls everything back; a killed process leaves an uncommitted transaction
+   that the database discards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import importlib
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from tracekit import __version__
+from tracekit.errors import InputError, StoreError
+from tracekit.ingest.bulk import BulkCopier, source_uri
+from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
+from tracekit.ingest.detect import detect_file
+from tracekit.ingest.reader import IngestContext
+from tracekit.ingest.spec import FormatSpec
+from tracekit.store.db import Store
+from tracekit.store.schema import Run
+
+HASH_CHUNK = 4 * 1024 * 1024
+#: readers that take the SQLite source attached as ``src`` through a BulkCopier
+SQLITE_SOURCE_READERS = {"nsys_sqlite"}
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """The run an ingest produced or found."""
+
+    run_id: int
+    existing: bool
+    format: str
+
+
+def sha256_of(paths: Sequence[Path]) -> str:
+    """Content hash of the inputs (streamed; a folder hashes its files in name order)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with path.open("rb") as stream:
+            while chunk := stream.read(HASH_CHUNK):
+                digest.update(chunk)
+        if len(paths) > 1:
+            digest.update(path.name.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
+    """Files to read: a folder stands for the trace files inside it (per-rank traces)."""
+    files: list[Path] = []
+    for path in inputs:
+        if not path.exists():
+            raise InputError(f"{path}: no such file")
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            if not inside:
+                raise InputError(f"{path}: directory holds no trace files")
+            files.extend(inside)
+        else:
+            files.append(path)
+    return files
+
+
+def detect_inputs(files: Sequence[Path]) -> FormatSpec:
+    """One spec for all files of a run; mixed formats are refused."""
+    specs = [detect_file(path) for path in files]
+    ids = {spec.id for spec in specs}
+    if len(ids) > 1:
+        raise InputError(
+            f"{files[0].parent}: files of different formats ({', '.join(sorted(ids))}) cannot "
+            "form one run", hint="analyze them separately")
+    return specs[0]
+
+
+def _convert(spec: FormatSpec, files: list[Path], work_dir: Path) -> tuple[FormatSpec, list[Path]]:
+    """Follow conversions until a reader can read the files directly."""
+    while spec.reader in ("qdstrm", "nsys_rep"):
+        if len(files) != 1:
+            raise InputError(f"{files[0]}: pass one Nsight Systems report at a time")
+        if spec.reader == "qdstrm":
+            files = [qdstrm_to_nsys_rep(files[0], work_dir)]
+        else:
+            files = [nsys_rep_to_sqlite(files[0], work_dir)]
+        spec = detect_file(files[0])
+    return spec, files
+
+
+def find_run(connection: Connection, sha256: str) -> int | None:
+    """The id of the run already ingested from these exact bytes."""
+    return connection.execute(select(Run.id).where(Run.sha256 == sha256)).scalar()
+
+
+@contextmanager
+def _ingest_transaction(store: Store, source: Path | None) -> Iterator[tuple[Connection, BulkCopier | None]]:
+    """A write transaction; a SQLite source is attached first (ATTACH can't run inside one)."""
+    with store.engine.connect() as connection:
+        copier: BulkCopier | None = None
+        attached = False
+        try:
+            if source is not None and store.is_sqlite:
+                connection.exec_driver_sql("ATTACH DATABASE ? AS src", (source_uri(source),))
+                attached = True
+            if store.is_sqlite:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            if source is not None:
+                copier = BulkCopier(connection, source)
+            yield connection, copier
+            connection.commit()
+        except BaseException:
+            connection.rollback()
+            raise
+        finally:
+            if copier is not None:
+                copier.close()
+            if attached:
+                connection.exec_driver_sql("DETACH DATABASE src")
+
+
+def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None,
+           allow_no_kernels: bool = False, label: str | None = None) -> IngestResult:
+    """Ingest ``inputs`` as one run, or return the run that already holds them."""
+    files = expand_inputs(inputs)
+    spec = detect_inputs(files)
+    digest = sha256_of(files)
+    with store.connect() as connection:
+        existing = find_run(connection, digest)
+    if existing is not None:
+        return IngestResult(existing, True, spec.id)
+    display = str(inputs[0]) if len(inputs) == 1 else f"{inputs[0]} (+{len(inputs) - 1})"
+    with tempfile.TemporaryDirectory(prefix="tracekit-") as scratch:
+        spec_read, readable = _convert(spec, files, work_dir or Path(scratch))
+        reader = importlib.import_module(f"tracekit.ingest.readers.{spec_read.reader}")
+        source = readable[0] if spec_read.reader in SQLITE_SOURCE_READERS else None
+        try:
+            with _ingest_transaction(store, source) as (connection, copier):
+                run_id = connection.execute(insert(Run).values(
+                    source_path=str(Path(inputs[0]).absolute()), sha256=digest, format=spec.id,
+                    producer=spec.producer, tracekit_version=__version__,
+                    created_at=dt.datetime.now(dt.timezone.utc), label=label, status="complete",
+                )).inserted_primary_key[0]  # type: ignore[index]
+                ctx = IngestContext(connection=connection, run_id=run_id, spec=spec_read,
+                                    paths=readable, display_name=display,
+                                    allow_no_kernels=allow_no_kernels)
+                if copier is not None:
+                    ctx.copier = copier
+                info = reader.ingest(ctx)
+                connection.execute(update(Run).where(Run.id == run_id).values(
+                    producer=info.producer or spec.producer,
+                    producer_version=info.producer_version,
+                    schema_version=info.schema_version, meta_json=info.meta_json))
+        except IntegrityError:
+            # Another process ingested the same bytes between our check and our insert.
+            with store.connect() as connection:
+                existing = find_run(connection, digest)
+            if existing is None:
+                raise
+            return IngestResult(existing, True, spec.id)
+        except OperationalError as exc:
+            raise _store_write_error(store, exc) from None
+        except DBAPIError as exc:
+            raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
+                             ) from None
+    return IngestResult(int(run_id), False, spec.id)
+
+
+def _store_write_error(store: Store, exc: OperationalError) -> Exception:
+    message = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+    lowered = message.lower()
+    if any(word in lowered for word in ("readonly", "read-only", "disk", "full", "permission",
+                                        "unable to open")):
+        from tracekit.store.db import display_url
+
+        return StoreError(f"cannot write store {display_url(store.url)}: {message}",
+                          hint="free disk space or pass a writable --store")
+    return InputError(f"cannot read trace: {message}")

@@ -1,0 +1,309 @@
+"""Read an Nsight Systems SQLite export into the store.
+
+All row work happens in SQL (see ``tracekit.ingest.bulk``): unique names first, then one
+INSERT…SELECT per record table. Column names come from the spec's candidate lists checked
+against the file's real columns, so exports from nsys 2022.4 through 2026.x read the same way.
+
+Correlation done here, once, at ingest:
+- kernel → launching runtime/driver call: same ``correlationId`` within the same process
+  (``RUNTIME.globalTid & 0xFFFFFFFFFF000000 == KERNEL.globalPid``), which gives the kernel
+  its launching thread and CPU launch time. Kernels without a partner (traces cut to a
+  window) are kept with NULL launch fields.
+- NVTX domain names: the eventType-75 row with the same ``domainId`` in the same process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracekit.errors import InputError
+from tracekit.ingest.bulk import BulkCopier
+from tracekit.ingest.reader import IngestContext, SourceInfo
+
+#: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
+PID_MASK = -16777216
+
+
+@dataclass
+class SourceSchema:
+    """Tables and columns actually present in one export."""
+
+    copier: BulkCopier
+    spec: dict[str, Any]
+    _columns: dict[str, set[str]] = field(default_factory=dict)
+
+    def table(self, role: str) -> str:
+        """The real table name for a role such as ``kernel`` or ``nvtx``."""
+        return str(self.spec["tables"][role])
+
+    def has(self, role: str) -> bool:
+        """True when the export contains the table for ``role``."""
+        return bool(self.columns(role))
+
+    def columns(self, role: str) -> set[str]:
+        """Column names of the role's table (empty when the table is absent)."""
+        name = self.table(role)
+        if name not in self._columns:
+            rows = self.copier.query(f"PRAGMA src.table_info('{name}')")
+            self._columns[name] = {str(row[1]) for row in rows}
+        return self._columns[name]
+
+    def expr(self, role: str, target: str, alias: str) -> str:
+        """SQL for a target column: the first candidate source column present, else NULL."""
+        present = self.columns(role)
+        for candidate in self.spec["columns"][role].get(target, []):
+            if candidate in present:
+                return f'{alias}."{candidate}"'
+        return "NULL"
+
+
+def read_metadata(schema: SourceSchema) -> tuple[str | None, str | None, dict[str, str]]:
+    """Product version, schema version and interesting capture options."""
+    meta = schema.spec["metadata"]
+    values: dict[str, str] = {}
+    tables = {row[0] for row in schema.copier.query(
+        "SELECT name FROM src.sqlite_master WHERE type = 'table'")}
+    for table in meta["tables"]:
+        if table in tables:
+            for name, value in schema.copier.query(f'SELECT name, value FROM src."{table}"'):
+                values.setdefault(str(name), str(value))
+    options: dict[str, str] = {}
+    if "META_DATA_CAPTURE" in tables:
+        for name, value in schema.copier.query(
+            "SELECT name, value FROM src.META_DATA_CAPTURE "
+            "WHERE name LIKE '%CUDA_GRAPH_TRACE_OPTIONS:MODE'"
+        ):
+            options["cuda_graph_trace"] = str(value)
+    return values.get(meta["product_version_key"]), values.get(meta["schema_version_key"]), options
+
+
+def ingest(ctx: IngestContext) -> SourceInfo:
+    """Copy one nsys export into the store under ``ctx.run_id``."""
+    copier = ctx.copier
+    schema = SourceSchema(copier, ctx.spec.data)
+    product_version, schema_version, options = read_metadata(schema)
+    if not schema.has("kernel") and not ctx.allow_no_kernels:
+        raise InputError(
+            f"{ctx.display_name}: nsys export has no {schema.table('kernel')} table: the "
+            "capture recorded no CUDA kernels",
+            hint="profile with `-t cuda` on a machine with a GPU, or use tracekit audit",
+        )
+    params = {"run_id": ctx.run_id}
+    counts: dict[str, int] = {}
+    if schema.has("kernel"):
+        counts["kernel_names"] = _copy_kernel_names(schema, params)
+        counts["runtime_calls"] = _copy_runtime(schema, params) if schema.has("runtime") else 0
+        counts["kernels"] = _copy_kernels(schema, params)
+    counts["memory_ops"] = _copy_memory_ops(schema, params)
+    counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
+    _copy_processes_and_threads(schema, params)
+    _copy_devices(schema, params)
+    meta = {"counts": counts, **options}
+    return SourceInfo(
+        producer="nsys",
+        producer_version=product_version,
+        schema_version=schema_version,
+        meta_json=json.dumps(meta, sort_keys=True),
+    )
+
+
+def _string_lookup(schema: SourceSchema, key_sql: str) -> str:
+    strings = schema.table("strings")
+    return f'(SELECT value FROM src."{strings}" WHERE id = {key_sql})'
+
+
+def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
+    kernel = schema.table("kernel")
+    name_col = schema.expr("kernel", "name_key", "k")
+    short_col = schema.expr("kernel", "short_name_key", "k")
+    mangled_col = schema.expr("kernel", "mangled_name_key", "k")
+    select = f"""
+        SELECT :run_id, u.name_key,
+               COALESCE({_string_lookup(schema, 'u.name_key')},
+                        {_string_lookup(schema, 'u.short_key')},
+                        '<string ' || u.name_key || ' missing>'),
+               {_string_lookup(schema, 'u.short_key')},
+               {_string_lookup(schema, 'u.mangled_key')}
+        FROM (SELECT COALESCE({name_col}, {short_col}, -1) AS name_key,
+                     MIN({short_col}) AS short_key, MIN({mangled_col}) AS mangled_key
+              FROM src."{kernel}" AS k GROUP BY 1) AS u
+    """
+    count = schema.copier.copy(
+        "kernel_names", ("run_id", "source_key", "name", "short_name", "mangled_name"),
+        select, params)
+    _mirror(schema, "kernel_names", params)
+    return count
+
+
+def _mirror(schema: SourceSchema, table: str, params: dict[str, Any]) -> None:
+    if schema.copier.native:
+        return
+    from sqlalchemy import text
+
+    rows = schema.copier.connection.execute(
+        text(f"SELECT run_id, source_key, id FROM {table} WHERE run_id = :run_id"), params
+    ).all()
+    schema.copier.mirror_lookup(table, ("run_id", "source_key", "id"), rows)
+
+
+def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
+    runtime = schema.table("runtime")
+    name_key = schema.expr("runtime", "name_key", "r")
+    schema.copier.copy(
+        "api_names", ("run_id", "source_key", "name"),
+        f"""SELECT :run_id, u.key, COALESCE({_string_lookup(schema, 'u.key')}, '')
+            FROM (SELECT DISTINCT COALESCE({name_key}, -1) AS key FROM src."{runtime}" AS r) u""",
+        params,
+    )
+    _mirror(schema, "api_names", params)
+    event_class = schema.expr("runtime", "event_class", "r")
+    tid = schema.expr("runtime", "global_tid", "r")
+    return schema.copier.copy(
+        "runtime_calls",
+        ("run_id", "name_id", "kind", "start_ns", "end_ns", "correlation_id", "global_tid",
+         "global_pid"),
+        f"""SELECT :run_id, a.id,
+                   CASE {event_class} WHEN 1 THEN 'driver' ELSE 'runtime' END,
+                   {schema.expr('runtime', 'start_ns', 'r')}, {schema.expr('runtime', 'end_ns', 'r')},
+                   {schema.expr('runtime', 'correlation_id', 'r')}, {tid}, {tid} & {PID_MASK}
+            FROM src."{runtime}" AS r
+            JOIN main.api_names AS a
+              ON a.run_id = :run_id AND a.source_key = COALESCE({name_key}, -1)""",
+        params,
+    )
+
+
+KERNEL_TARGETS: Sequence[str] = (
+    "device", "stream", "start_ns", "end_ns", "grid_x", "grid_y", "grid_z", "block_x",
+    "block_y", "block_z", "registers", "static_smem", "dynamic_smem", "correlation_id",
+    "graph_node_id", "graph_id", "global_pid",
+)
+
+
+def _copy_kernels(schema: SourceSchema, params: dict[str, Any]) -> int:
+    kernel = schema.table("kernel")
+    selected = ", ".join(schema.expr("kernel", target, "k") for target in KERNEL_TARGETS)
+    name_key = (f"COALESCE({schema.expr('kernel', 'name_key', 'k')}, "
+                f"{schema.expr('kernel', 'short_name_key', 'k')}, -1)")
+    if schema.has("runtime"):
+        runtime = schema.table("runtime")
+        # One launch per (process, correlationId): when runtime and driver rows share an id,
+        # the outermost (earliest) call is the launch the user wrote.
+        launch_join = f"""
+            LEFT JOIN (SELECT correlationId AS cid, globalTid & {PID_MASK} AS gpid,
+                              MIN(globalTid) AS tid, MIN(start) AS s, MAX("end") AS e
+                       FROM src."{runtime}" GROUP BY correlationId, globalTid & {PID_MASK}) AS r
+              ON r.cid = k.correlationId AND r.gpid = k.globalPid"""
+        launch_cols = "r.tid, r.s, r.e"
+    else:
+        launch_join, launch_cols = "", "NULL, NULL, NULL"
+    select = f"""
+        SELECT :run_id, n.id, {selected}, {launch_cols}
+        FROM src."{kernel}" AS k
+        JOIN main.kernel_names AS n ON n.run_id = :run_id AND n.source_key = {name_key}
+        {launch_join}
+    """
+    return schema.copier.copy(
+        "kernels",
+        ("run_id", "name_id", *KERNEL_TARGETS, "global_tid", "launch_start_ns", "launch_end_ns"),
+        select, params)
+
+
+def _copy_memory_ops(schema: SourceSchema, params: dict[str, Any]) -> int:
+    total = 0
+    for role in ("memcpy", "memset"):
+        if not schema.has(role):
+            continue
+        targets = ("device", "stream", "start_ns", "end_ns", "bytes", "correlation_id",
+                   "global_pid")
+        selected = ", ".join(schema.expr(role, target, "m") for target in targets)
+        total += schema.copier.copy(
+            "memory_ops", ("run_id", "kind", *targets),
+            f"SELECT :run_id, '{role}', {selected} FROM src.\"{schema.table(role)}\" AS m",
+            params)
+    return total
+
+
+def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
+    nvtx = schema.table("nvtx")
+    present = schema.columns("nvtx")
+    types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
+    kind_cases = " ".join(
+        f"WHEN e.eventType IN ({', '.join(map(str, ids))}) THEN '{kind}'"
+        for kind, ids in types.items()
+    )
+    wanted = ", ".join(str(i) for ids in types.values() for i in ids)
+    text_expr = "e.text"
+    if "textId" in present:
+        text_expr = f"COALESCE(e.text, {_string_lookup(schema, 'e.textId')})"
+    if "domainId" in present:
+        domain_expr = f"""(SELECT MIN(d.text) FROM src."{nvtx}" AS d
+                           WHERE d.eventType = 75 AND d.domainId = e.domainId
+                             AND (d.globalTid & {PID_MASK}) = (e.globalTid & {PID_MASK}))"""
+        domain_expr = f"CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL ELSE {domain_expr} END"
+    else:
+        domain_expr = "NULL"
+    return schema.copier.copy(
+        "nvtx_ranges",
+        ("run_id", "kind", "start_ns", "end_ns", "text", "domain", "global_tid", "global_pid"),
+        f"""SELECT :run_id, CASE {kind_cases} END, e.start, e."end", {text_expr}, {domain_expr},
+                   e.globalTid, e.globalTid & {PID_MASK}
+            FROM src."{nvtx}" AS e WHERE e.eventType IN ({wanted})""",
+        params,
+    )
+
+
+def _copy_processes_and_threads(schema: SourceSchema, params: dict[str, Any]) -> None:
+    if schema.has("processes") and {"globalPid", "pid", "name"} <= schema.columns("processes"):
+        schema.copier.copy(
+            "processes", ("run_id", "global_pid", "pid", "name"),
+            f'SELECT :run_id, globalPid, pid, name FROM src."{schema.table("processes")}"',
+            params)
+    if schema.has("threads") and {"nameId", "globalTid"} <= schema.columns("threads"):
+        schema.copier.copy(
+            "threads", ("run_id", "global_tid", "global_pid", "tid", "name"),
+            f"""SELECT :run_id, t.globalTid, t.globalTid & {PID_MASK}, t.globalTid & 16777215,
+                       {_string_lookup(schema, 't.nameId')}
+                FROM src."{schema.table('threads')}" AS t""",
+            params)
+
+
+def _copy_devices(schema: SourceSchema, params: dict[str, Any]) -> None:
+    """Devices from the GPU tables when present, else one row per device id seen in kernels.
+
+    Kernel ``deviceId`` is the CUDA ordinal inside the process. TARGET_INFO_CUDA_DEVICE
+    maps it to the GPU (formats.md §A.4); without it nsys' own reports use
+    TARGET_INFO_GPU.id, and so do we.
+    """
+    arch = ("CASE WHEN g.computeMajor IS NULL THEN NULL "
+            "ELSE 'sm' || g.computeMajor || g.computeMinor END")
+    columns = ("run_id", "device_index", "global_pid", "name", "compute_major", "compute_minor",
+               "sm_count", "memory_bytes", "uuid", "arch", "arch_source")
+    if schema.has("gpus"):
+        gpu_cols = ", ".join(
+            f"{schema.expr('gpus', target, 'g')} AS {target}"
+            for target in ("id", "name", "compute_major", "compute_minor", "sm_count",
+                           "memory_bytes", "uuid")
+        )
+        gpus = f'(SELECT {gpu_cols}, g.computeMajor, g.computeMinor FROM src."{schema.table("gpus")}" AS g)'
+        if schema.has("cuda_devices"):
+            select = f"""
+                SELECT :run_id, c.cudaId, c.pid, g.name, g.compute_major, g.compute_minor,
+                       g.sm_count, g.memory_bytes, g.uuid, {arch}, 'trace'
+                FROM src."{schema.table('cuda_devices')}" AS c JOIN {gpus} AS g ON g.id = c.gpuId"""
+        else:
+            select = f"""
+                SELECT :run_id, g.id, NULL, g.name, g.compute_major, g.compute_minor,
+                       g.sm_count, g.memory_bytes, g.uuid, {arch}, 'trace' FROM {gpus} AS g"""
+        if schema.copier.copy("devices", columns, select, params):
+            return
+    if schema.has("kernel"):
+        schema.copier.copy(
+            "devices", columns,
+            f"""SELECT DISTINCT :run_id, deviceId, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                       NULL, NULL
+                FROM src."{schema.table('kernel')}" """,
+            params)

@@ -1,0 +1,1 @@
+"""tracekit.report."""
