@@ -1,0 +1,103 @@
+"""The analysis pipeline: ingest → classify → phases → findings → document.
+
+Ingest is its own transaction (a run lands whole or not at all). The derived stages run
+together in a second transaction and can be re-run alone on an existing run, e.g. after new
+rules or with a different ``--model``: their tables are rewritten, never appended to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from tracekit.ingest.pipeline import IngestResult, ingest
+from tracekit.report.document import build_document
+from tracekit.store.db import Store
+
+
+@dataclass
+class AnalysisOptions:
+    """What the user told us beyond the trace itself."""
+
+    model: Path | None = None
+    expect: str | None = None
+    gpu: str | None = None
+    logs: Sequence[Path] = ()
+    rules_dirs: Sequence[Path] = ()
+    label: str | None = None
+    engine: str | None = None
+    work_dir: Path | None = None
+    allow_no_kernels: bool = False
+    unknown_threshold: float = 0.2
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AnalysisResult:
+    """A finished analysis: the run, whether it was already in the store, its document."""
+
+    run_id: int
+    existing: bool
+    document: dict[str, Any]
+
+
+def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> AnalysisResult:
+    """Ingest ``paths`` (or find them in the store) and run every analysis stage."""
+    ingested: IngestResult = ingest(store, paths, work_dir=options.work_dir,
+                                    allow_no_kernels=options.allow_no_kernels,
+                                    label=options.label)
+    document = run_stages(store, ingested.run_id, options)
+    return AnalysisResult(ingested.run_id, ingested.existing, document)
+
+
+def run_stages(store: Store, run_id: int, options: AnalysisOptions) -> dict[str, Any]:
+    """Classification, phases and findings for one run, in one transaction."""
+    from tracekit.classify import load_ruleset
+    from tracekit.classify.stage import classify_run
+    from tracekit.expect.context import load_expectations
+    from tracekit.findings.stage import evaluate_run
+    from tracekit.phases.stage import attribute_phases
+
+    ruleset = load_ruleset(options.rules_dirs)
+    expectations = load_expectations(options)
+    with store.begin() as connection:
+        arch = resolve_devices(connection, run_id, expectations.gpu_arch, options.gpu)
+        if options.engine or expectations.model_label:
+            connection.execute(text(
+                "UPDATE runs SET engine = COALESCE(:engine, engine), "
+                "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
+                {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
+        classify_run(connection, run_id, ruleset, arch=arch)
+        attribute_phases(connection, run_id)
+        evaluate_run(connection, run_id, declaration=expectations.declaration, gpu_arch=arch,
+                     log_evidence=expectations.log_evidence,
+                     unknown_threshold=options.unknown_threshold)
+        document = build_document(connection, run_id)
+    document["warnings"] = list(options.warnings) + list(expectations.warnings)
+    return document
+
+
+def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
+                    gpu_name: str | None) -> str | None:
+    """The architecture the run's GPU has: from the trace, else from ``--gpu``.
+
+    ``--gpu`` fills devices the trace left without an architecture (trimmed exports have no
+    GPU table); it never overrides what the trace says. Returns the run's main arch.
+    """
+    if gpu_arch:
+        connection.execute(text(
+            "UPDATE devices SET arch = :arch, arch_source = 'user', "
+            "name = COALESCE(name, :name) WHERE run_id = :run_id AND arch IS NULL"),
+            {"arch": gpu_arch, "name": gpu_name, "run_id": run_id})
+    row = connection.execute(text(
+        "SELECT arch, name FROM devices WHERE run_id = :run_id AND arch IS NOT NULL "
+        "ORDER BY device_index LIMIT 1"), {"run_id": run_id}).first()
+    if row is not None:
+        connection.execute(text("UPDATE runs SET gpu = :gpu WHERE id = :run_id"),
+                           {"gpu": f"{row[1] or 'GPU'} ({row[0]})", "run_id": run_id})
+        return str(row[0])
+    return gpu_arch

@@ -1,0 +1,70 @@
+"""``tracekit analyze FILE...``: the post-mortem of a finished trace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json, store_option
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@store_option
+@click.option("--model", type=click.Path(path_type=Path), default=None,
+              help="Checkpoint folder, config.json or hf_quant_config.json: what it declares.")
+@click.option("--expect", "expect", default=None, metavar="PATH_WORD",
+              help="Declared datatype path when no checkpoint is at hand (fp4, fp8, int8, "
+                   "weight_only, bf16, fp16).")
+@click.option("--gpu", default=None, metavar="NAME|ARCH",
+              help="The GPU when the trace does not say (e.g. 'RTX 5090', sm120).")
+@click.option("--log", "logs", multiple=True, type=click.Path(path_type=Path),
+              help="Engine log to scan for kernel-selection and fallback lines (repeatable).")
+@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(path_type=Path),
+              envvar="TRACEKIT_RULES", help="Extra rule pack folder (repeatable).")
+@click.option("--label", default=None, help="A name for this run in `tracekit runs`.")
+@click.option("--json", "as_json", is_flag=True, help="Print the analysis as one JSON document.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
+              help="Also write the HTML report to this file.")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
+              help="Exit 1 when a finding at or above this severity exists.")
+def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
+            expect: str | None, gpu: str | None, logs: tuple[Path, ...],
+            rules_dirs: tuple[Path, ...], label: str | None, as_json: bool,
+            html_path: Path | None, fail_on: str | None) -> None:
+    """Analyze trace FILES: which arithmetic each GEMM ran, per phase, with a verdict.
+
+    FILES: an Nsight Systems report (.nsys-rep, .qdstrm, SQLite export), a torch profiler
+    trace (.json/.json.gz, or a folder of per-rank traces), Nsight Compute CSV or CUPTI
+    records. Several files (or a folder) form one run.
+
+    \b
+    Example:
+      tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
+    """
+    from tracekit.analysis import AnalysisOptions, analyze as run_analysis
+
+    store = open_for(store_url, write=True)
+    options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
+                              rules_dirs=rules_dirs, label=label)
+    result = run_analysis(store, list(files), options)
+    document = result.document
+    for warning in document.get("warnings", []):
+        click.echo(f"tracekit: warning: {warning}", err=True)
+    if result.existing:
+        click.echo(f"tracekit: {files[0]} is already in the store as run {result.run_id}; "
+                   "showing that run", err=True)
+    if html_path is not None:
+        from tracekit.report.html import write_html
+
+        write_html(document, store, result.run_id, html_path)
+        click.echo(f"tracekit: report written to {html_path}", err=True)
+    if as_json:
+        print_json(document)
+    else:
+        from tracekit.report.terminal import render
+
+        render(document)
+    sys.exit(exit_code_for(document["findings"], fail_on))

@@ -1,0 +1,200 @@
+"""The analysis document: one dict per run, the source of ``--json``, the terminal summary
+and the HTML report.
+
+Everything per record is aggregated in SQL (GROUP BY kernel name and phase); Python only
+sees one row per unique kernel name and phase.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+PHASES = ("prefill", "decode", "mixed", "unattributed")
+GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
+DOCUMENT_VERSION = 1
+
+
+def _rows(connection: Connection, sql: str, **params: Any) -> list[Any]:
+    return list(connection.execute(text(sql), params))
+
+
+def run_header(connection: Connection, run_id: int) -> dict[str, Any]:
+    """The ``run`` object: where the data came from."""
+    row = connection.execute(text(
+        "SELECT id, source_path, sha256, format, producer, producer_version, schema_version, "
+        "tracekit_version, created_at, label, engine, model_label, gpu, verdict, meta_json "
+        "FROM runs WHERE id = :run_id"), {"run_id": run_id}).mappings().one()
+    meta = json.loads(row["meta_json"]) if row["meta_json"] else {}
+    return {
+        "id": row["id"],
+        "source": row["source_path"],
+        "sha256": row["sha256"],
+        "format": row["format"],
+        "producer": row["producer"],
+        "producer_version": row["producer_version"],
+        "schema_version": row["schema_version"],
+        "tracekit_version": row["tracekit_version"],
+        "created_at": str(row["created_at"]),
+        "label": row["label"],
+        "engine": row["engine"],
+        "model_label": row["model_label"],
+        "gpu": row["gpu"],
+        "meta": meta,
+    }
+
+
+def devices(connection: Connection, run_id: int) -> list[dict[str, Any]]:
+    """The ``devices`` list."""
+    result = []
+    for row in connection.execute(text(
+        "SELECT device_index, name, compute_major, compute_minor, sm_count, memory_bytes, uuid, "
+        "arch, arch_source FROM devices WHERE run_id = :run_id ORDER BY device_index, id"),
+        {"run_id": run_id}).mappings():
+        capability = (f"{row['compute_major']}.{row['compute_minor']}"
+                      if row["compute_major"] is not None else None)
+        result.append({
+            "index": row["device_index"], "name": row["name"],
+            "compute_capability": capability, "arch": row["arch"],
+            "arch_source": row["arch_source"], "sm_count": row["sm_count"],
+            "memory_bytes": row["memory_bytes"], "uuid": row["uuid"],
+        })
+    return result
+
+
+CLASSIFICATION_FIELDS = ("op", "path", "weights", "activations", "accum", "library", "rule",
+                         "evidence", "confidence", "reason")
+
+
+def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
+    """One entry per unique kernel name with counts, time, classification and phase time."""
+    per_name: dict[int, dict[str, Any]] = {}
+    for row in connection.execute(text(
+        "SELECT n.id, n.name, n.short_name, n.mangled_name, "
+        + ", ".join(f"c.{field}" for field in CLASSIFICATION_FIELDS)
+        + " FROM kernel_names n LEFT JOIN classifications c "
+        "ON c.run_id = n.run_id AND c.name_id = n.id WHERE n.run_id = :run_id"),
+        {"run_id": run_id}).mappings():
+        entry: dict[str, Any] = {"name": row["name"], "short_name": row["short_name"],
+                                 "mangled_name": row["mangled_name"], "count": 0, "total_ns": 0}
+        for field in CLASSIFICATION_FIELDS:
+            entry[field] = row[field]
+        if entry["op"] is None:
+            entry.update(op="other", path="unknown", evidence="none", confidence="low",
+                         reason="not classified")
+        entry["phase_ns"] = dict.fromkeys(PHASES, 0)
+        per_name[row["id"]] = entry
+    for name_id, phase, count, total in connection.execute(text(
+        "SELECT name_id, phase, COUNT(*), SUM(end_ns - start_ns) FROM kernels "
+        "WHERE run_id = :run_id GROUP BY name_id, phase"), {"run_id": run_id}):
+        entry = per_name.get(name_id)
+        if entry is None:
+            continue
+        entry["count"] += int(count)
+        entry["total_ns"] += int(total or 0)
+        entry["phase_ns"][phase or "unattributed"] += int(total or 0)
+    ordered = sorted(per_name.values(), key=lambda e: (-e["total_ns"], e["name"]))
+    return [entry for entry in ordered if entry["count"] > 0]
+
+
+def phases(connection: Connection, run_id: int, kernel_entries: list[dict[str, Any]]
+           ) -> dict[str, Any]:
+    """Per phase: steps, tokens, GPU time and GEMM time by datatype path."""
+    result: dict[str, Any] = {
+        phase: {"steps": 0, "source": None, "prefill_tokens": 0, "decode_tokens": 0,
+                "gpu_ns": 0, "gemm_ns": 0, "gemm_ns_by_path": {}}
+        for phase in PHASES
+    }
+    for phase, source, steps, prefill_tokens, decode_tokens in connection.execute(text(
+        "SELECT phase, MIN(source), COUNT(*), SUM(prefill_tokens), SUM(decode_tokens) "
+        "FROM steps WHERE run_id = :run_id GROUP BY phase"), {"run_id": run_id}):
+        if phase not in result:
+            continue
+        result[phase].update(steps=int(steps), source=source,
+                             prefill_tokens=int(prefill_tokens or 0),
+                             decode_tokens=int(decode_tokens or 0))
+    for entry in kernel_entries:
+        for phase, ns in entry["phase_ns"].items():
+            result[phase]["gpu_ns"] += ns
+            if entry["op"] in GEMM_OPS and ns:
+                by_path = result[phase]["gemm_ns_by_path"]
+                by_path[entry["path"]] = by_path.get(entry["path"], 0) + ns
+                result[phase]["gemm_ns"] += ns
+    return result
+
+
+def findings(connection: Connection, run_id: int) -> list[dict[str, Any]]:
+    """The ``findings`` list, most severe first."""
+    order = {"error": 0, "warning": 1, "info": 2}
+    rows = connection.execute(text(
+        "SELECT rule, severity, message, phase, share, evidence_json FROM findings "
+        "WHERE run_id = :run_id ORDER BY id"), {"run_id": run_id}).mappings()
+    items = [{
+        "rule": row["rule"], "severity": row["severity"], "message": row["message"],
+        "phase": row["phase"], "share": row["share"],
+        "evidence": json.loads(row["evidence_json"]) if row["evidence_json"] else [],
+    } for row in rows]
+    return sorted(items, key=lambda item: order.get(item["severity"], 3))
+
+
+def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, Any]]
+            ) -> dict[str, Any]:
+    """Run-wide totals the terminal summary opens with."""
+    gemm_by_path: dict[str, int] = defaultdict(int)
+    for entry in kernel_entries:
+        if entry["op"] in GEMM_OPS:
+            gemm_by_path[entry["path"]] += entry["total_ns"]
+    gemm_total = sum(gemm_by_path.values())
+    counts = dict(connection.execute(text(
+        "SELECT 'nvtx_ranges', COUNT(*) FROM nvtx_ranges WHERE run_id = :r "
+        "AND kind IN ('push_pop', 'start_end') "
+        "UNION ALL SELECT 'nvtx_domains', COUNT(*) FROM nvtx_ranges WHERE run_id = :r "
+        "AND kind = 'domain_create' "
+        "UNION ALL SELECT 'processes', COUNT(*) FROM processes WHERE run_id = :r "
+        "UNION ALL SELECT 'threads', COUNT(*) FROM threads WHERE run_id = :r "
+        "UNION ALL SELECT 'runtime_calls', COUNT(*) FROM runtime_calls WHERE run_id = :r "
+        "UNION ALL SELECT 'memory_ops', COUNT(*) FROM memory_ops WHERE run_id = :r"),
+        {"r": run_id}).all())
+    return {
+        "kernel_count": sum(e["count"] for e in kernel_entries),
+        "unique_kernel_names": len(kernel_entries),
+        "gpu_time_ns": sum(e["total_ns"] for e in kernel_entries),
+        "gemm_time_ns": gemm_total,
+        "gemm_ns_by_path": dict(sorted(gemm_by_path.items(), key=lambda kv: -kv[1])),
+        "unknown_gemm_share": (gemm_by_path.get("unknown", 0) / gemm_total) if gemm_total else 0.0,
+        **{key: int(value) for key, value in counts.items()},
+    }
+
+
+def process_names(connection: Connection, run_id: int) -> list[dict[str, Any]]:
+    """Processes and threads that launched kernels, with their GPU time."""
+    rows = connection.execute(text(
+        "SELECT k.global_tid, t.name, p.name, COUNT(*), SUM(k.end_ns - k.start_ns) "
+        "FROM kernels k LEFT JOIN threads t ON t.run_id = k.run_id AND t.global_tid = k.global_tid "
+        "LEFT JOIN processes p ON p.run_id = k.run_id AND p.global_pid = k.global_pid "
+        "WHERE k.run_id = :run_id GROUP BY k.global_tid, t.name, p.name "
+        "ORDER BY 5 DESC LIMIT 20"), {"run_id": run_id}).all()
+    return [{"global_tid": tid, "thread": thread, "process": process, "kernels": int(count),
+             "gpu_ns": int(total or 0)} for tid, thread, process, count, total in rows]
+
+
+def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
+    """The whole analysis document for one run (DESIGN.md, ``--json``)."""
+    kernel_entries = kernels(connection, run_id)
+    header = run_header(connection, run_id)
+    verdict_row = connection.execute(text("SELECT verdict FROM runs WHERE id = :r"),
+                                     {"r": run_id}).scalar()
+    return {
+        "tracekit_document": DOCUMENT_VERSION,
+        "run": header,
+        "devices": devices(connection, run_id),
+        "summary": summary(connection, run_id, kernel_entries),
+        "verdict": [line for line in (verdict_row or "").splitlines() if line],
+        "phases": phases(connection, run_id, kernel_entries),
+        "findings": findings(connection, run_id),
+        "launchers": process_names(connection, run_id),
+        "kernels": kernel_entries,
+    }

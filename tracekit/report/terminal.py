@@ -1,0 +1,156 @@
+"""The terminal summary: verdict first, then where the GPU time went.
+
+Rendered with rich: colours on a TTY, plain text when piped (rich decides from the stream).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracekit.report.document import PHASES
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+PATH_STYLE = {"fp4": "magenta", "fp8": "blue", "int8": "green", "weight_only": "red",
+              "bf16": "yellow", "fp16": "yellow", "unknown": "dim"}
+TOP_KERNELS = 15
+NAME_WIDTH = 90
+
+
+def format_ns(ns: int | float) -> str:
+    """Human duration: 1.23 s, 45.6 ms, 789 µs, 12 ns."""
+    value = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}" if value / scale < 100 else \
+                f"{value / scale:.0f} {unit}"
+    return f"{value:.0f} ns"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "–"
+
+
+def _short(name: str, width: int = NAME_WIDTH) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
+    """Print the summary of one analysis document."""
+    console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=False,
+                      width=None if (stream or sys.stdout).isatty() else 140)
+    run = document["run"]
+    summary = document["summary"]
+    for sentence in document.get("verdict") or []:
+        console.print(Text(sentence, style="bold"))
+    if document.get("verdict"):
+        console.print()
+    console.print(Text.assemble(
+        ("run ", "dim"), (str(run["id"]), "bold"), ("  ", ""),
+        (str(run["source"]), ""), ("  ", ""),
+        (f"{run['format']} {run.get('producer_version') or ''}".strip(), "dim")))
+    console.print(
+        f"{summary['kernel_count']:,} kernels · {summary['unique_kernel_names']:,} unique names · "
+        f"GPU time {format_ns(summary['gpu_time_ns'])} · GEMM {format_ns(summary['gemm_time_ns'])} "
+        f"· NVTX ranges {summary.get('nvtx_ranges', 0):,} · processes "
+        f"{summary.get('processes', 0)} · threads {summary.get('threads', 0)}")
+    _devices(console, document["devices"])
+    _gemm_paths(console, summary)
+    _phases(console, document["phases"])
+    _top_kernels(console, document["kernels"], summary["gpu_time_ns"])
+    _launchers(console, document.get("launchers") or [])
+    _findings(console, document["findings"])
+
+
+def _devices(console: Console, devices: list[dict[str, Any]]) -> None:
+    if not devices:
+        return
+    table = Table(title="devices", title_justify="left", show_edge=False)
+    for column in ("index", "name", "cc", "arch", "SMs"):
+        table.add_column(column)
+    for device in devices:
+        table.add_row(str(device["index"]), device["name"] or "(not in trace)",
+                      device["compute_capability"] or "–", device["arch"] or "–",
+                      str(device["sm_count"] or "–"))
+    console.print(table)
+
+
+def _gemm_paths(console: Console, summary: dict[str, Any]) -> None:
+    by_path = summary["gemm_ns_by_path"]
+    if not by_path:
+        console.print("GEMM time by path: no GEMM kernels recognized")
+        return
+    table = Table(title="GEMM time by datatype path", title_justify="left", show_edge=False)
+    table.add_column("path")
+    table.add_column("time", justify="right")
+    table.add_column("share", justify="right")
+    total = summary["gemm_time_ns"]
+    for path, ns in by_path.items():
+        table.add_row(Text(path, style=PATH_STYLE.get(path, "")), format_ns(ns), _share(ns, total))
+    console.print(table)
+    if summary["unknown_gemm_share"]:
+        console.print(f"unknown: {100 * summary['unknown_gemm_share']:.1f}% of GEMM time has no "
+                      "determined datatype path")
+
+
+def _phases(console: Console, phases: dict[str, Any]) -> None:
+    if not any(phases[p]["gpu_ns"] for p in PHASES if p != "unattributed"):
+        console.print("phases: nothing could be attributed to prefill, decode or mixed steps "
+                      "(no step markers and no heuristic signal)")
+        return
+    table = Table(title="phases", title_justify="left", show_edge=False)
+    for column in ("phase", "source", "steps", "tokens (prefill/decode)", "GPU time", "GEMM time",
+                   "GEMM by path"):
+        table.add_column(column)
+    for phase in PHASES:
+        data = phases[phase]
+        if not data["gpu_ns"] and not data["steps"]:
+            continue
+        gemm = data["gemm_ns"]
+        by_path = ", ".join(f"{path} {_share(ns, gemm)}" for path, ns in
+                            sorted(data["gemm_ns_by_path"].items(), key=lambda kv: -kv[1]))
+        table.add_row(phase, data["source"] or "–", str(data["steps"]),
+                      f"{data['prefill_tokens']:,}/{data['decode_tokens']:,}",
+                      format_ns(data["gpu_ns"]), format_ns(gemm), by_path or "–")
+    console.print(table)
+
+
+def _top_kernels(console: Console, kernels: list[dict[str, Any]], gpu_ns: int) -> None:
+    table = Table(title=f"top kernels by GPU time (of {len(kernels):,})", title_justify="left",
+                  show_edge=False)
+    for column, justify in (("time", "right"), ("share", "right"), ("count", "right"),
+                            ("op", "left"), ("path", "left"), ("name", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for entry in kernels[:TOP_KERNELS]:
+        table.add_row(format_ns(entry["total_ns"]), _share(entry["total_ns"], gpu_ns),
+                      f"{entry['count']:,}", entry["op"],
+                      Text(entry["path"], style=PATH_STYLE.get(entry["path"], "")),
+                      Text(_short(entry["name"])))
+    console.print(table)
+
+
+def _launchers(console: Console, launchers: list[dict[str, Any]]) -> None:
+    named = [item for item in launchers if item["thread"] or item["process"]]
+    if not named:
+        return
+    table = Table(title="launching threads", title_justify="left", show_edge=False)
+    for column in ("process", "thread", "kernels", "GPU time"):
+        table.add_column(column)
+    for item in named[:8]:
+        table.add_row(Text(item["process"] or "–"), Text(item["thread"] or "–"),
+                      f"{item['kernels']:,}", format_ns(item["gpu_ns"]))
+    console.print(table)
+
+
+def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
+    if not findings:
+        return
+    console.print(Text("findings", style="bold"))
+    for finding in findings:
+        console.print(Text.assemble(
+            (f"  {finding['severity']:<8}", SEVERITY_STYLE.get(finding["severity"], "")),
+            (f"{finding['rule']}: ", "dim"), (finding["message"], "")))
