@@ -1,0 +1,81 @@
+"""Shared pytest fixtures: stores, synthetic nsys traces, and the real traces in shared/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tracekit.store import open_store
+from tracekit.store.db import Store
+from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_traces_dir() -> Path | None:
+    """``shared/traces`` beside the checkout (or $TRACEKIT_SHARED_TRACES), if present."""
+    configured = os.environ.get("TRACEKIT_SHARED_TRACES")
+    candidates = [Path(configured)] if configured else []
+    candidates += [REPO.parent / "shared" / "traces", REPO / "shared" / "traces"]
+    return next((path for path in candidates if path.is_dir()), None)
+
+
+@pytest.fixture
+def shared_trace() -> Callable[[str], Path]:
+    """Path of a real trace under shared/traces; skips the test when it is absent."""
+
+    def locate(relative: str) -> Path:
+        base = shared_traces_dir()
+        if base is None or not (base / relative).exists():
+            pytest.skip(f"real trace {relative} not available")
+        return base / relative
+
+    return locate
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    """A fresh SQLite store in a temporary folder."""
+    opened = open_store(str(tmp_path / "store.db"))
+    yield opened
+    opened.dispose()
+
+
+@pytest.fixture
+def make_trace(tmp_path: Path) -> Callable[..., Path]:
+    """Write a Scenario (or a list of ranks) as an nsys-schema SQLite file."""
+    counter = iter(range(10_000))
+
+    def build(scenario: Scenario | list[RankSpec], name: str | None = None) -> Path:
+        if isinstance(scenario, list):
+            scenario = Scenario(ranks=scenario)
+        return write_scenario(scenario, tmp_path / (name or f"trace{next(counter)}.sqlite"))
+
+    return build
+
+
+BF16_GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char *, 3>>(int, T2, T3)"
+
+
+@pytest.fixture
+def simple_scenario() -> Scenario:
+    """One H100 rank: two vLLM-style prefill steps, three decode steps, one stray kernel."""
+    return Scenario(ranks=[RankSpec(pid=4242, steps=[
+        StepSpec("execute_context_1(512)_generation_0(0)",
+                 [KernelSpec(BF16_GEMM, 40_000, count=4), KernelSpec(ELEMENTWISE, 2_000, count=2)],
+                 repeat=2),
+        StepSpec("execute_context_0(0)_generation_4(4)",
+                 [KernelSpec(BF16_GEMM, 9_000, count=4), KernelSpec(ELEMENTWISE, 1_500)],
+                 graph=True, repeat=3),
+        StepSpec(None, [KernelSpec(ELEMENTWISE, 700)]),
+    ])])
+
+
+def have_tool(name: str) -> bool:
+    """True when an external command is on PATH."""
+    return shutil.which(name) is not None
