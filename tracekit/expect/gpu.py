@@ -1,0 +1,223 @@
+"""What a GPU can compute natively, from the capability table ``rules/_gpus.toml``.
+
+A fallback is only a fallback when the GPU could have done better: FP8 Marlin on an A100 is
+the best any engine can do (sm80 has no FP8 MMA), the same kernel on an H100 is a silent
+downgrade. This module answers "which architecture is this device" (from a compute
+capability, a product name, or a ``--gpu`` value) and "which paths does it run natively".
+It never guesses: an architecture missing from the table has no known capabilities.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from tracekit.errors import ConfigError
+from tracekit.expect._data import load_table, require
+
+GPUS_FILE = "_gpus.toml"
+
+
+@dataclass(frozen=True)
+class ArchInfo:
+    """One architecture row of the capability table."""
+
+    arch: str
+    vendor: str
+    family: str
+    native: frozenset[str]
+    formats: tuple[str, ...]
+    note: str
+    cite: str
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """A resolved GPU: its architecture and a short display name (may be None)."""
+
+    arch: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelArch:
+    """What a kernel name says about the architecture it was built for."""
+
+    token: str  # as written in the name, e.g. "sm100f", "sm80_to_sm89", "gfx950"
+    arch: str  # lowest architecture it targets, e.g. "sm100"
+    scope: str  # "min" (this or newer), "exact", "family" (same major), "range"
+    hi: str | None = None  # upper bound for scope "range"
+
+
+@cache
+def _arch_table() -> dict[str, ArchInfo]:
+    table = load_table(GPUS_FILE).get("arch", {})
+    result: dict[str, ArchInfo] = {}
+    for arch, row in table.items():
+        where = f"[arch.{arch}]"
+        result[arch] = ArchInfo(
+            arch=arch,
+            vendor=require(row, "vendor", GPUS_FILE, where),
+            family=row.get("family", ""),
+            native=frozenset(require(row, "native", GPUS_FILE, where)),
+            formats=tuple(row.get("formats", ())),
+            note=row.get("note", ""),
+            cite=require(row, "cite", GPUS_FILE, where),
+        )
+    return result
+
+
+@cache
+def _name_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+    rows = load_table(GPUS_FILE).get("name", [])
+    return tuple(
+        (re.compile(require(row, "regex", GPUS_FILE, "[[name]]")), row["arch"]) for row in rows
+    )
+
+
+@cache
+def _kernel_arch_patterns() -> tuple[tuple[str, re.Pattern[str], str | None], ...]:
+    rows = load_table(GPUS_FILE).get("kernel_arch", [])
+    return tuple(
+        (row["id"], re.compile(require(row, "regex", GPUS_FILE, "[[kernel_arch]]")), row.get("fixed"))
+        for row in rows
+    )
+
+
+def known_archs() -> frozenset[str]:
+    """Every architecture the capability table describes."""
+    return frozenset(_arch_table())
+
+
+def arch_info(arch: str) -> ArchInfo | None:
+    """The table row for ``arch`` ("sm90", "gfx942"), or None when the table lacks it."""
+    return _arch_table().get(arch)
+
+
+def arch_from_capability(major: int, minor: int) -> str:
+    """NVIDIA compute capability → architecture name: ``(9, 0)`` → ``"sm90"``, ``(12, 0)`` → ``"sm120"``.
+
+    Always returns a name; whether the table knows it is :func:`arch_info`'s business.
+    (ROCm reports gfx942 as "9.4" through torch; use the device name for AMD GPUs.)
+    """
+    return f"sm{int(major)}{int(minor)}"
+
+
+def arch_from_gpu_name(name: str) -> str | None:
+    """A product name as traces report it → architecture, e.g. "NVIDIA GeForce RTX 5090" → "sm120"."""
+    return _match_name(name)[0]
+
+
+def short_gpu_name(name: str) -> str:
+    """The recognizable part of a product name: "NVIDIA H100 80GB HBM3" → "H100"."""
+    return _match_name(name)[1] or name.strip()
+
+
+def _match_name(name: str) -> tuple[str | None, str | None]:
+    for pattern, arch in _name_patterns():
+        match = pattern.search(name)
+        if match:
+            return arch, match.group(0).strip()
+    return None, None
+
+
+def native_paths(arch: str) -> frozenset[str]:
+    """Paths this architecture computes natively; empty when the architecture is not in the table."""
+    info = arch_info(arch)
+    return info.native if info else frozenset()
+
+
+_ARCH_RE = re.compile(r"(?i)^(?:sm_?|compute_?)(\d{2,3})[af]?$")
+_CC_RE = re.compile(r"^(\d{1,2})\.(\d)$")
+_GFX_RE = re.compile(r"(?i)^gfx[0-9a-f]{3,4}$")
+
+
+def parse_gpu(value: str) -> GpuSpec:
+    """Read a ``--gpu`` value: "sm90", "sm_120a", "9.0", "gfx942", or a product name ("H100").
+
+    Raises ConfigError when the value names nothing the capability table knows.
+    """
+    text = value.strip()
+    if match := _ARCH_RE.match(text):
+        return GpuSpec(arch=f"sm{match.group(1)}")
+    if match := _CC_RE.match(text):
+        return GpuSpec(arch=arch_from_capability(int(match.group(1)), int(match.group(2))))
+    if _GFX_RE.match(text):
+        return GpuSpec(arch=text.lower())
+    arch, short = _match_name(text)
+    if arch is None:
+        raise ConfigError(
+            f"--gpu {value!r}: not an architecture (sm90, gfx942), a compute capability (9.0) "
+            "or a GPU name tracekit knows",
+            hint="known names are listed in rules/_gpus.toml",
+        )
+    return GpuSpec(arch=arch, name=short)
+
+
+def kernel_archs(name: str) -> tuple[KernelArch, ...]:
+    """Architecture tokens in a kernel name (``sm90_…``, ``enable_sm100f_only``, ``_sm120``, ``gfx942``).
+
+    Spans already claimed by an earlier pattern (a range ``sm80_to_sm89``) are not read twice.
+    """
+    found: list[KernelArch] = []
+    claimed: list[tuple[int, int]] = []
+    for _pattern_id, pattern, fixed in _kernel_arch_patterns():
+        for match in pattern.finditer(name):
+            start, end = match.span()
+            if any(start < c_end and c_start < end for c_start, c_end in claimed):
+                continue
+            claimed.append((start, end))
+            groups = match.groupdict()
+            token = match.group(0).strip("_")
+            if fixed:
+                found.append(KernelArch(token=token, arch=fixed, scope="min"))
+            elif groups.get("gfx"):
+                found.append(KernelArch(token=token, arch=groups["gfx"].lower(), scope="exact"))
+            elif groups.get("hi"):
+                found.append(
+                    KernelArch(
+                        token=token, arch=f"sm{groups['arch']}", scope="range", hi=f"sm{groups['hi']}"
+                    )
+                )
+            else:
+                suffix = (groups.get("suffix") or "").lower()
+                scope = {"a": "exact", "f": "family"}.get(suffix, "min")
+                if groups.get("only") and scope == "min":
+                    scope = "exact"
+                found.append(
+                    KernelArch(token=f"sm{groups['arch']}{suffix}", arch=f"sm{groups['arch']}", scope=scope)
+                )
+    return tuple(found)
+
+
+def _sm_number(arch: str) -> int | None:
+    match = re.fullmatch(r"sm(\d{2,3})", arch)
+    return int(match.group(1)) if match else None
+
+
+def _sm_major(number: int) -> int:
+    return number // 10
+
+
+def runs_on(kernel: KernelArch, device_arch: str) -> bool:
+    """Whether a kernel built for ``kernel`` can execute on a ``device_arch`` device.
+
+    NVIDIA: a plain smXY kernel runs on XY or newer; "a" only on XY; "f" on the same major
+    version; a range A_to_B on A…B. AMD gfx kernels run only on their own gfx target. A
+    vendor mismatch never runs.
+    """
+    device_sm = _sm_number(device_arch)
+    kernel_sm = _sm_number(kernel.arch)
+    if kernel.arch.startswith("gfx") or device_arch.startswith("gfx"):
+        return kernel.arch == device_arch
+    if device_sm is None or kernel_sm is None:
+        return True  # nothing known to contradict
+    if kernel.scope == "exact":
+        return device_sm == kernel_sm
+    if kernel.scope == "family":
+        return _sm_major(device_sm) == _sm_major(kernel_sm) and device_sm >= kernel_sm
+    if kernel.scope == "range" and kernel.hi:
+        hi = _sm_number(kernel.hi) or kernel_sm
+        return kernel_sm <= device_sm <= hi
+    return device_sm >= kernel_sm

@@ -1,0 +1,106 @@
+"""Finding rules as data: ids, severities, message templates and thresholds from ``rules/_findings.toml``.
+
+Loading validates the file once (every rule has an id, a known severity and a message; the
+verdict templates exist), so a broken rule pack fails with one line naming the file and key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from tracekit.errors import RuleFileError
+from tracekit.expect._data import load_table, require
+
+FINDINGS_FILE = "_findings.toml"
+
+#: Severity ranks: a finding is "at or above" ``--fail-on LEVEL`` when its rank is >= LEVEL's.
+SEVERITY_ORDER: dict[str, int] = {"info": 1, "warning": 2, "error": 3}
+
+_VERDICT_KEYS = (
+    "fallback",
+    "unverified",
+    "confirmed",
+    "hardware_limited",
+    "weight_only_declared",
+    "native_unused",
+    "as_declared",
+    "no_declaration",
+    "unknown",
+    "no_gemm",
+)
+
+
+@dataclass(frozen=True)
+class FindingRule:
+    """One rule's data."""
+
+    id: str
+    severity: str
+    title: str
+    message: str
+    hint: str | None
+    cite: str | None
+
+    def render(self, **fields: Any) -> str:
+        """The one-line message, with ``fields`` filled in."""
+        try:
+            return " ".join(self.message.format(**fields).split())
+        except (KeyError, IndexError, ValueError) as exc:
+            raise RuleFileError(f"rules/{FINDINGS_FILE}: rule {self.id} message: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class FindingRules:
+    """The whole rule pack: rules by id, verdict templates, thresholds."""
+
+    rules: dict[str, FindingRule]
+    verdict: dict[str, str]
+    settings: dict[str, float]
+
+    def rule(self, rule_id: str) -> FindingRule:
+        """The rule ``rule_id``; RuleFileError when the pack lacks it."""
+        try:
+            return self.rules[rule_id]
+        except KeyError as exc:
+            raise RuleFileError(f"rules/{FINDINGS_FILE}: no rule with id '{rule_id}'") from exc
+
+    def setting(self, key: str, default: float) -> float:
+        """A numeric threshold from ``[settings]``."""
+        return float(self.settings.get(key, default))
+
+
+def at_or_above(severity: str, level: str) -> bool:
+    """Whether ``severity`` is at least ``level`` (for ``--fail-on``)."""
+    return SEVERITY_ORDER.get(severity, 0) >= SEVERITY_ORDER[level]
+
+
+@cache
+def load_rules() -> FindingRules:
+    """Read and validate ``rules/_findings.toml``."""
+    data = load_table(FINDINGS_FILE)
+    rules: dict[str, FindingRule] = {}
+    for row in data.get("rule", []):
+        rule_id = require(row, "id", FINDINGS_FILE, "[[rule]]")
+        where = f"[[rule]] {rule_id}"
+        severity = require(row, "severity", FINDINGS_FILE, where)
+        if severity not in SEVERITY_ORDER:
+            raise RuleFileError(
+                f"rules/{FINDINGS_FILE}: {where} severity '{severity}' is not one of "
+                + ", ".join(SEVERITY_ORDER)
+            )
+        if rule_id in rules:
+            raise RuleFileError(f"rules/{FINDINGS_FILE}: duplicate rule id '{rule_id}'")
+        rules[rule_id] = FindingRule(
+            id=rule_id,
+            severity=severity,
+            title=row.get("title", rule_id),
+            message=require(row, "message", FINDINGS_FILE, where),
+            hint=row.get("hint"),
+            cite=row.get("cite"),
+        )
+    verdict = dict(data.get("verdict", {}))
+    for key in _VERDICT_KEYS:
+        require(verdict, key, FINDINGS_FILE, "[verdict]")
+    return FindingRules(rules=rules, verdict=verdict, settings=dict(data.get("settings", {})))

@@ -1,0 +1,240 @@
+"""The findings stage: read one run's aggregates from the store, judge, write findings and verdict.
+
+All aggregation happens in SQL (GROUP BY phase, path, library …) so the work is per unique
+kernel name and per group, never per kernel record. Re-running the stage replaces the run's
+findings and verdict, so new rules or a new ``--model`` re-judge an old run without re-ingest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from sqlalchemy import Connection, and_, case, delete, func, select, update
+
+from tracekit.expect.checkpoint import Declaration
+from tracekit.expect.gpu import arch_from_capability, arch_from_gpu_name, known_archs
+from tracekit.expect.logs import LogEvidence
+from tracekit.findings.engine import (
+    AttentionTime,
+    Finding,
+    FindingContext,
+    KernelTime,
+    PathTime,
+    evaluate,
+    verdict_sentences,
+)
+from tracekit.store.schema import (
+    Classification,
+    Device,
+    KernelName,
+    NvtxRange,
+    Run,
+    Step,
+)
+from tracekit.store.schema import Finding as FindingRow
+from tracekit.store.schema import Kernel as KernelRow
+
+GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
+_RANGE_KINDS = ("push_pop", "start_end", "mark")
+
+
+def evaluate_run(
+    connection: Connection,
+    run_id: int,
+    *,
+    declaration: Declaration | None = None,
+    gpu_arch: str | None = None,
+    log_evidence: Iterable[LogEvidence] = (),
+    unknown_threshold: float = 0.2,
+) -> list[Finding]:
+    """Judge run ``run_id``: replace its ``findings`` rows and ``runs.verdict``; return the findings.
+
+    ``gpu_arch`` (from ``--gpu``) overrides the trace's device table. The caller owns the
+    transaction (``store.begin()``).
+    """
+    ctx = build_context(
+        connection,
+        run_id,
+        declaration=declaration,
+        gpu_arch=gpu_arch,
+        log_evidence=tuple(log_evidence),
+        unknown_threshold=unknown_threshold,
+    )
+    findings = evaluate(ctx)
+    verdict = "\n".join(verdict_sentences(ctx))
+    connection.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
+    if findings:
+        connection.execute(
+            FindingRow.__table__.insert(),
+            [
+                {
+                    "run_id": run_id,
+                    "rule": f.rule,
+                    "severity": f.severity,
+                    "message": f.message,
+                    "phase": f.phase,
+                    "share": f.share,
+                    "evidence_json": json.dumps(f.evidence, default=str),
+                }
+                for f in findings
+            ],
+        )
+    connection.execute(update(Run).where(Run.id == run_id).values(verdict=verdict))
+    return findings
+
+
+def build_context(
+    connection: Connection,
+    run_id: int,
+    *,
+    declaration: Declaration | None = None,
+    gpu_arch: str | None = None,
+    log_evidence: tuple[LogEvidence, ...] = (),
+    unknown_threshold: float = 0.2,
+) -> FindingContext:
+    """Aggregate what the findings need from the store."""
+    device_archs, gpu_name, trace_arch = _devices(connection, run_id)
+    if gpu_arch is None:
+        log_arch = next((e.gpu_arch for e in log_evidence if e.gpu_arch), None)
+        gpu_arch = trace_arch or log_arch
+        if gpu_name is None:
+            gpu_name = next((e.kernel for e in log_evidence if e.kind == "device" and e.kernel), None)
+    else:
+        device_archs = {}  # --gpu wins over the trace's device table
+        if gpu_name and arch_from_gpu_name(gpu_name) != gpu_arch:
+            gpu_name = None
+    marker, heuristic = _step_counts(connection, run_id)
+    domains, ranges = _nvtx(connection, run_id)
+    return FindingContext(
+        gemm=_gemm_time(connection, run_id),
+        attention=_attention_time(connection, run_id),
+        kernels=_kernel_times(connection, run_id, device_archs),
+        declaration=declaration,
+        gpu_arch=gpu_arch,
+        gpu_name=gpu_name,
+        marker_steps=marker,
+        heuristic_steps=heuristic,
+        nvtx_domains=domains,
+        nvtx_ranges=ranges,
+        log_evidence=log_evidence,
+        unknown_threshold=unknown_threshold,
+    )
+
+
+def _duration():  # type: ignore[no-untyped-def]
+    return func.sum(KernelRow.end_ns - KernelRow.start_ns)
+
+
+def _phase_column():  # type: ignore[no-untyped-def]
+    return func.coalesce(KernelRow.phase, "unattributed")
+
+
+def _gemm_time(connection: Connection, run_id: int) -> tuple[PathTime, ...]:
+    phase = _phase_column().label("phase")
+    query = (
+        select(phase, Classification.path, Classification.library, Classification.activations,
+               _duration().label("ns"))
+        .select_from(KernelRow)
+        .join(Classification, and_(Classification.run_id == KernelRow.run_id,
+                                   Classification.name_id == KernelRow.name_id))
+        .where(KernelRow.run_id == run_id, Classification.op.in_(GEMM_OPS))
+        .group_by(phase, Classification.path, Classification.library, Classification.activations)
+    )
+    return tuple(
+        PathTime(phase=row.phase, path=row.path, ns=int(row.ns or 0), library=row.library,
+                 activations=row.activations)
+        for row in connection.execute(query)
+    )
+
+
+def _attention_time(connection: Connection, run_id: int) -> tuple[AttentionTime, ...]:
+    query = (
+        select(Classification.path, Classification.weights, Classification.activations,
+               func.min(KernelName.name).label("example"), _duration().label("ns"))
+        .select_from(KernelRow)
+        .join(Classification, and_(Classification.run_id == KernelRow.run_id,
+                                   Classification.name_id == KernelRow.name_id))
+        .join(KernelName, KernelName.id == KernelRow.name_id)
+        .where(KernelRow.run_id == run_id, Classification.op == "attention")
+        .group_by(Classification.path, Classification.weights, Classification.activations)
+    )
+    return tuple(
+        AttentionTime(path=row.path, ns=int(row.ns or 0), weights=row.weights,
+                      activations=row.activations, example=row.example)
+        for row in connection.execute(query)
+    )
+
+
+def _kernel_times(connection: Connection, run_id: int, device_archs: dict[int, str]) -> tuple[KernelTime, ...]:
+    """Per unique (name, device, phase): time, GEMM or not, path (thousands of rows, not millions)."""
+    phase = _phase_column().label("phase")
+    is_gemm = case((Classification.op.in_(GEMM_OPS), 1), else_=0).label("is_gemm")
+    query = (
+        select(KernelName.name, KernelRow.device, phase, Classification.path, is_gemm,
+               _duration().label("ns"))
+        .select_from(KernelRow)
+        .join(KernelName, KernelName.id == KernelRow.name_id)
+        .outerjoin(Classification, and_(Classification.run_id == KernelRow.run_id,
+                                        Classification.name_id == KernelRow.name_id))
+        .where(KernelRow.run_id == run_id)
+        .group_by(KernelName.name, KernelRow.device, phase, Classification.path, is_gemm)
+    )
+    return tuple(
+        KernelTime(name=row.name, ns=int(row.ns or 0),
+                   device_arch=device_archs.get(row.device) if row.device is not None else None,
+                   is_gemm=bool(row.is_gemm), phase=row.phase, path=row.path)
+        for row in connection.execute(query)
+    )
+
+
+def _devices(connection: Connection, run_id: int) -> tuple[dict[int, str], str | None, str | None]:
+    """Device index → arch, the first device's name, and the run's arch when all devices agree."""
+    rows = connection.execute(
+        select(Device.device_index, Device.name, Device.arch, Device.compute_major, Device.compute_minor)
+        .where(Device.run_id == run_id)
+        .order_by(Device.device_index)
+    ).all()
+    archs: dict[int, str] = {}
+    name = None
+    for row in rows:
+        arch = _device_arch(row.arch, row.compute_major, row.compute_minor, row.name)
+        if arch:
+            archs[row.device_index] = arch
+        name = name or row.name
+    distinct = set(archs.values())
+    return archs, name, distinct.pop() if len(distinct) == 1 else None
+
+
+def _device_arch(arch: str | None, major: int | None, minor: int | None, name: str | None) -> str | None:
+    if arch:
+        normalized = arch.lower().replace("_", "")
+        if normalized in known_archs():
+            return normalized
+    from_name = arch_from_gpu_name(name) if name else None
+    if from_name and from_name.startswith("gfx"):
+        return from_name  # ROCm reports gfx942 as capability "9.4" and gfx90a as "9.0"
+    if major is not None and minor is not None:
+        return arch_from_capability(major, minor)
+    return from_name or (arch.lower() if arch else None)
+
+
+def _step_counts(connection: Connection, run_id: int) -> tuple[int, int]:
+    rows = connection.execute(
+        select(Step.source, func.count()).where(Step.run_id == run_id).group_by(Step.source)
+    ).all()
+    counts = {source: int(count) for source, count in rows}
+    return counts.get("marker", 0), sum(c for s, c in counts.items() if s != "marker")
+
+
+def _nvtx(connection: Connection, run_id: int) -> tuple[tuple[str, ...], int]:
+    domain_name = func.coalesce(NvtxRange.domain, NvtxRange.text)
+    domains = connection.execute(
+        select(domain_name).where(NvtxRange.run_id == run_id, NvtxRange.kind == "domain_create")
+        .group_by(domain_name)
+    ).scalars().all()
+    ranges = connection.execute(
+        select(func.count()).select_from(NvtxRange)
+        .where(NvtxRange.run_id == run_id, NvtxRange.kind.in_(_RANGE_KINDS))
+    ).scalar_one()
+    return tuple(str(d) for d in domains if d is not None), int(ranges)
