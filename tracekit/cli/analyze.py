@@ -45,7 +45,10 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
       tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
     """
     from tracekit.analysis import AnalysisOptions, analyze as run_analysis
+    from tracekit.ingest.pipeline import detect_inputs, expand_inputs
 
+    # Refuse unreadable inputs before the store is even created.
+    detect_inputs(expand_inputs(list(files)))
     store = open_for(store_url, write=True)
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
                               rules_dirs=rules_dirs, label=label)

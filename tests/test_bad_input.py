@@ -1,0 +1,170 @@
+"""Bad input: one clear line on stderr, exit code 2, no traceback, the store unchanged."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracekit.cli import cli
+from tracekit.store import open_store
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_one_line_error(code: int, stderr: str, *fragments: str) -> None:
+    assert code == 2, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("tracekit: error: ")
+    assert "Traceback" not in stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    """A store that already holds one run, so 'unchanged' means something."""
+    path = tmp_path / "store.db"
+    open_store(str(path)).dispose()
+    return path
+
+
+def run_count(store_path: Path) -> int:
+    connection = sqlite3.connect(store_path)
+    try:
+        return int(connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    finally:
+        connection.close()
+
+
+def analyze_bad(store_path: Path, target: Path, *fragments: str,
+                env: dict[str, str] | None = None) -> None:
+    before = run_count(store_path)
+    code, stdout, stderr = run_cli("analyze", str(target), "--store", str(store_path), env=env)
+    assert_one_line_error(code, stderr, str(target), *fragments)
+    assert stdout == ""
+    assert run_count(store_path) == before
+
+
+def test_missing_file(store_path, tmp_path):
+    analyze_bad(store_path, tmp_path / "nope.nsys-rep", "no such file")
+
+
+def test_empty_directory(store_path, tmp_path):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    analyze_bad(store_path, folder, "directory holds no trace files")
+
+
+def test_directory_of_non_traces(store_path, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "readme.txt").write_text("hello\n")
+    analyze_bad(store_path, folder, "unrecognized text file")
+
+
+def test_empty_file(store_path, tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    analyze_bad(store_path, empty, "file is empty")
+
+
+def test_truncated_sqlite(store_path, make_trace, simple_scenario, tmp_path):
+    whole = make_trace(simple_scenario).read_bytes()
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(whole[: len(whole) // 3])
+    analyze_bad(store_path, cut, "corrupt or truncated")
+
+
+def test_corrupt_sqlite(store_path, make_trace, simple_scenario, tmp_path):
+    data = bytearray(make_trace(simple_scenario).read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(bytes(data))
+    analyze_bad(store_path, broken, "corrupt")
+
+
+def test_sqlite_that_is_not_an_nsys_export(store_path, tmp_path):
+    other = tmp_path / "places.sqlite"
+    connection = sqlite3.connect(other)
+    connection.execute("CREATE TABLE moz_places (id INTEGER, url TEXT)")
+    connection.commit()
+    connection.close()
+    analyze_bad(store_path, other, "not an Nsight Systems export")
+
+
+def test_nsys_export_without_kernel_table(store_path, make_trace, simple_scenario):
+    trace = make_trace(simple_scenario)
+    connection = sqlite3.connect(trace)
+    connection.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+    connection.commit()
+    connection.close()
+    analyze_bad(store_path, trace, "no CUPTI_ACTIVITY_KIND_KERNEL table")
+
+
+def test_json_that_is_not_a_trace(store_path, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text('{"architectures": ["LlamaForCausalLM"]}')
+    analyze_bad(store_path, config, "JSON")
+
+
+def test_random_binary(store_path, tmp_path):
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(bytes(range(256)) * 64)
+    analyze_bad(store_path, blob, "unrecognized binary file")
+
+
+def test_nsys_rep_without_nsys(store_path, tmp_path):
+    report = tmp_path / "run.nsys-rep"
+    report.write_bytes(b"NVIDIA Tegra Profiler Report 1.\n" + b"\x00" * 512)
+    env = {"PATH": str(tmp_path / "no-tools"), "TRACEKIT_NSYS": ""}
+    analyze_bad(store_path, report, "needs nsys", env=env)
+
+
+def test_store_newer_than_this_tracekit(store_path, make_trace, simple_scenario):
+    connection = sqlite3.connect(store_path)
+    connection.execute("UPDATE alembic_version SET version_num = '9999'")
+    connection.commit()
+    connection.close()
+    code, _, stderr = run_cli("analyze", str(make_trace(simple_scenario)), "--store",
+                              str(store_path))
+    assert_one_line_error(code, stderr, "newer than this tracekit", "upgrade tracekit")
+    assert run_count(store_path) == 0
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "a-directory"])
+def test_store_path_that_cannot_be_written(tmp_path, make_trace, simple_scenario, where):
+    target = tmp_path / "missing" / "store.db" if where == "missing-folder" else tmp_path
+    code, _, stderr = run_cli("analyze", str(make_trace(simple_scenario)), "--store", str(target))
+    assert_one_line_error(code, stderr, "store")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 and sys.platform != "linux", reason="linux only")
+def test_store_in_read_only_place(tmp_path, make_trace, simple_scenario):
+    code, _, stderr = run_cli("analyze", str(make_trace(simple_scenario)), "--store",
+                              "/proc/tracekit-store.db")
+    assert_one_line_error(code, stderr, "store")
+
+
+def test_real_process_prints_no_traceback(tmp_path):
+    """The installed console script, not just CliRunner: exit 2 and one line."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "tracekit", "analyze", str(tmp_path / "missing.sqlite"),
+         "--store", str(tmp_path / "s.db")], capture_output=True, text=True, check=False)
+    assert_one_line_error(completed.returncode, completed.stderr, "no such file")
+
+
+def test_bad_input_does_not_create_a_store(tmp_path):
+    store = tmp_path / "never.db"
+    code, _, stderr = run_cli("analyze", str(tmp_path / "missing.sqlite"), "--store", str(store))
+    assert_one_line_error(code, stderr, "no such file")
+    assert not store.exists()

@@ -1,0 +1,234 @@
+"""Nsight Systems SQLite ingest: counts, correlation, NVTX, devices, schema variants."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from tests.conftest import BF16_GEMM, ELEMENTWISE
+from tracekit.errors import InputError
+from tracekit.ingest import pipeline
+from tracekit.ingest.pipeline import ingest
+from tracekit.ingest.readers import nsys_sqlite
+from tracekit.store.db import Store
+from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, kernel_totals
+
+
+def per_name(store: Store, run_id: int) -> dict[str, tuple[int, int]]:
+    with store.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT n.name, COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k "
+            "JOIN kernel_names n ON n.id = k.name_id WHERE k.run_id = :r GROUP BY n.name"),
+            {"r": run_id})
+        return {name: (count, total) for name, count, total in rows}
+
+
+def scalar(store: Store, sql: str, **params: object) -> object:
+    with store.connect() as connection:
+        return connection.execute(text(sql), params).scalar()
+
+
+def table_counts(store: Store) -> dict[str, int]:
+    tables = ("runs", "kernels", "kernel_names", "runtime_calls", "api_names", "nvtx_ranges",
+              "devices", "processes", "threads", "memory_ops")
+    return {table: int(scalar(store, f"SELECT COUNT(*) FROM {table}")) for table in tables}
+
+
+def test_counts_and_time_per_name_match_the_file(store, make_trace, simple_scenario):
+    trace = make_trace(simple_scenario)
+    result = ingest(store, [trace])
+    assert not result.existing and result.format == "nsys-sqlite"
+    assert per_name(store, result.run_id) == kernel_totals(trace)
+
+
+def test_kernels_know_their_launching_thread_and_process(store, make_trace, simple_scenario):
+    run_id = ingest(store, [make_trace(simple_scenario)]).run_id
+    with store.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT DISTINCT t.name, p.name FROM kernels k "
+            "JOIN threads t ON t.run_id = k.run_id AND t.global_tid = k.global_tid "
+            "JOIN processes p ON p.run_id = k.run_id AND p.global_pid = k.global_pid "
+            "WHERE k.run_id = :r"), {"r": run_id}).all()
+    assert rows == [("VLLM::EngineCore", "python3")]
+    assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE launch_start_ns IS NULL") == 0
+
+
+def test_graph_replayed_kernels_share_the_graph_launch(store, make_trace, simple_scenario):
+    run_id = ingest(store, [make_trace(simple_scenario)]).run_id
+    with store.connect() as connection:
+        launches = connection.execute(text(
+            "SELECT k.correlation_id, COUNT(*), COUNT(DISTINCT k.launch_start_ns), "
+            "MIN(a.name) FROM kernels k JOIN runtime_calls r ON r.run_id = k.run_id "
+            "AND r.correlation_id = k.correlation_id JOIN api_names a ON a.id = r.name_id "
+            "WHERE k.run_id = :r AND k.graph_node_id IS NOT NULL GROUP BY k.correlation_id"),
+            {"r": run_id}).all()
+    # three decode steps, each one cudaGraphLaunch replaying 5 kernels
+    assert len(launches) == 3
+    assert all(count == 5 and distinct == 1 and api.startswith("cudaGraphLaunch")
+               for _, count, distinct, api in launches)
+
+
+def test_nvtx_ranges_and_domains(store, make_trace):
+    scenario = Scenario(ranks=[RankSpec(pid=7, nvtx_domains=["vllm"], steps=[
+        StepSpec("execute_context_1(8)_generation_0(0)", [KernelSpec(BF16_GEMM, 1000)],
+                 domain="vllm"),
+        StepSpec("plain range", [KernelSpec(ELEMENTWISE, 500)]),
+    ])])
+    run_id = ingest(store, [make_trace(scenario)]).run_id
+    with store.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT kind, text, domain FROM nvtx_ranges WHERE run_id = :r ORDER BY start_ns"),
+            {"r": run_id}).all()
+    assert rows == [("domain_create", "vllm", None),
+                    ("push_pop", "execute_context_1(8)_generation_0(0)", "vllm"),
+                    ("push_pop", "plain range", None)]
+
+
+def test_device_from_gpu_table(store, make_trace):
+    scenario = Scenario(ranks=[RankSpec(pid=1, gpu_name="NVIDIA GeForce RTX 5090",
+                                        compute_capability=(12, 0), sm_count=170,
+                                        steps=[StepSpec(None, [KernelSpec(BF16_GEMM, 10)])])])
+    run_id = ingest(store, [make_trace(scenario)]).run_id
+    with store.connect() as connection:
+        row = connection.execute(text(
+            "SELECT device_index, name, compute_major, compute_minor, sm_count, arch FROM devices "
+            "WHERE run_id = :r"), {"r": run_id}).one()
+    assert tuple(row) == (0, "NVIDIA GeForce RTX 5090", 12, 0, 170, "sm120")
+
+
+def test_two_ranks_two_devices(store, make_trace):
+    ranks = [RankSpec(pid=100 + rank, device=rank, steps=[
+        StepSpec("execute_context_1(16)_generation_0(0)", [KernelSpec(BF16_GEMM, 1000, count=3)])])
+        for rank in range(2)]
+    trace = make_trace(ranks)
+    run_id = ingest(store, [trace]).run_id
+    assert scalar(store, "SELECT COUNT(*) FROM devices WHERE run_id = :r", r=run_id) == 2
+    assert scalar(store, "SELECT COUNT(DISTINCT global_pid) FROM kernels") == 2
+    assert per_name(store, run_id) == kernel_totals(trace)
+
+
+def test_same_file_twice_gives_the_existing_run(store, make_trace, simple_scenario):
+    trace = make_trace(simple_scenario)
+    first = ingest(store, [trace])
+    before = table_counts(store)
+    second = ingest(store, [trace])
+    assert second.existing and second.run_id == first.run_id
+    assert table_counts(store) == before
+
+
+def test_input_file_is_never_modified(store, make_trace, simple_scenario):
+    trace = make_trace(simple_scenario)
+    digest = hashlib.sha256(trace.read_bytes()).hexdigest()
+    siblings = sorted(p.name for p in trace.parent.iterdir())
+    ingest(store, [trace])
+    assert hashlib.sha256(trace.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in trace.parent.iterdir()) == siblings
+
+
+def test_failure_mid_ingest_leaves_no_partial_run(store, make_trace, simple_scenario, monkeypatch):
+    trace = make_trace(simple_scenario)
+    before = table_counts(store)
+
+    def explode(*_args: object) -> None:
+        raise InputError("injected failure after kernels were copied")
+
+    monkeypatch.setattr(nsys_sqlite, "_copy_devices", explode)
+    with pytest.raises(InputError):
+        ingest(store, [trace])
+    assert table_counts(store) == before
+    monkeypatch.undo()
+    assert ingest(store, [trace]).existing is False
+
+
+def _variant(source: Path, target: Path, statements: list[str]) -> Path:
+    target.write_bytes(source.read_bytes())
+    connection = sqlite3.connect(target)
+    with connection:
+        for statement in statements:
+            connection.execute(statement)
+    connection.close()
+    return target
+
+
+def test_newer_schema_variant_graph_ids_and_renamed_metadata(store, make_trace, simple_scenario,
+                                                              tmp_path):
+    """nsys ≥2023.4 renamed EXPORT_META_DATA; 2026.x added KERNEL.graphId and green contexts."""
+    base = make_trace(simple_scenario)
+    newer = _variant(base, tmp_path / "newer.sqlite", [
+        "ALTER TABLE EXPORT_META_DATA RENAME TO META_DATA_EXPORT",
+        "UPDATE META_DATA_EXPORT SET value = '3.25.0' WHERE name = 'EXPORT_SCHEMA_VERSION'",
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN graphId INTEGER",
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN greenContextId INTEGER",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphId = 77 WHERE graphNodeId IS NOT NULL",
+    ])
+    run_id = ingest(store, [newer]).run_id
+    assert scalar(store, "SELECT schema_version FROM runs WHERE id = :r", r=run_id) == "3.25.0"
+    assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE graph_id = 77") == 15
+    assert per_name(store, run_id) == kernel_totals(base)
+
+
+def test_cuda_device_table_maps_process_ordinals(store, make_trace, tmp_path):
+    scenario = Scenario(ranks=[RankSpec(pid=5, device=0, gpu_name="NVIDIA B200",
+                                        compute_capability=(10, 0),
+                                        steps=[StepSpec(None, [KernelSpec(BF16_GEMM, 10)])])])
+    trace = _variant(make_trace(scenario), tmp_path / "cudadev.sqlite", [
+        "UPDATE TARGET_INFO_GPU SET id = 3, cuDevice = 3",
+        "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER)",
+        "INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (3, 0, 5)",
+    ])
+    run_id = ingest(store, [trace]).run_id
+    with store.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT device_index, name, arch FROM devices WHERE run_id = :r"), {"r": run_id}).all()
+    assert [tuple(row) for row in rows] == [(0, "NVIDIA B200", "sm100")]
+
+
+def test_no_gpu_table_still_lists_devices(store, make_trace):
+    scenario = Scenario(include_gpu_table=False, ranks=[RankSpec(pid=9, device=1, steps=[
+        StepSpec(None, [KernelSpec(BF16_GEMM, 10)])])])
+    run_id = ingest(store, [make_trace(scenario)]).run_id
+    with store.connect() as connection:
+        rows = connection.execute(text(
+            "SELECT device_index, name, arch FROM devices WHERE run_id = :r"), {"r": run_id}).all()
+    assert [tuple(row) for row in rows] == [(1, None, None)]
+
+
+def test_real_nsys_2026_export_keeps_kernels_without_runtime_partner(store, shared_trace):
+    """h100_2gpu_1s was cut to a 1 s window: 1,810 of 3,442 kernels lost their launch."""
+    trace = shared_trace("nsys-ai/h100_2gpu_1s.sqlite")
+    run_id = ingest(store, [trace]).run_id
+    raw = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    count, total = raw.execute(
+        "SELECT COUNT(*), SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    raw.close()
+    assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE run_id = :r", r=run_id) == count
+    assert scalar(store, "SELECT SUM(end_ns - start_ns) FROM kernels WHERE run_id = :r",
+                  r=run_id) == total
+    assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE run_id = :r AND global_tid IS NULL",
+                  r=run_id) == 1810
+    assert scalar(store, "SELECT producer_version FROM runs WHERE id = :r", r=run_id) == "2026.2.1.210"
+    assert scalar(store, "SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :r", r=run_id) == 16782
+
+
+def test_real_export_per_name_totals(store, shared_trace):
+    trace = shared_trace("nsys-ai/mfu_2gpu_before.sqlite")
+    run_id = ingest(store, [trace]).run_id
+    raw = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    truth = {name: (count, total) for name, count, total in raw.execute(
+        "SELECT s.value, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value")}
+    raw.close()
+    assert per_name(store, run_id) == truth
+
+
+def test_a_folder_is_expanded_to_its_files(tmp_path):
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    (folder / "b.json").write_text("{}")
+    (folder / "a.json").write_text("{}")
+    (folder / ".hidden").write_text("x")
+    assert [p.name for p in pipeline.expand_inputs([folder])] == ["a.json", "b.json"]
