@@ -37,6 +37,8 @@ class BulkCopier:
         self._side: sqlite3.Connection | None = None
         if not self.native:
             self._side = sqlite3.connect(":memory:")
+            self._side.text_factory = (_postgres_text if connection.dialect.name == "postgresql"
+                                       else _lenient_text)
             self._side.execute("ATTACH DATABASE ? AS src", (source_uri(source),))
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
@@ -80,12 +82,22 @@ class BulkCopier:
             self._side.close()
 
 
+def _lenient_text(value: bytes) -> str:
+    """Source text as str: traces may hold invalid UTF-8; it becomes U+FFFD, not an error."""
+    return value.decode("utf-8", errors="replace")
+
+
+def _postgres_text(value: bytes) -> str:
+    """As ``_lenient_text``, and NUL (which PostgreSQL text cannot hold) becomes U+2400 ␀."""
+    return value.decode("utf-8", errors="replace").replace("\x00", "\u2400")
+
+
 def insert_rows(connection: Connection, table: str, columns: Sequence[str],
                 rows: Sequence[Sequence[Any]]) -> None:
-    """Insert many rows at once: COPY on PostgreSQL, executemany elsewhere."""
+    """Insert many rows at once: COPY on PostgreSQL (psycopg 3), executemany elsewhere."""
     if not rows:
         return
-    if connection.dialect.name == "postgresql":
+    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
         raw = connection.connection.dbapi_connection
         with raw.cursor() as cursor:  # type: ignore[union-attr]
             with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:

@@ -6,6 +6,7 @@ WAL mode with a busy timeout so several ``tracekit analyze`` processes can write
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -30,8 +31,19 @@ def default_store_url() -> str:
     return os.environ.get(ENV_VAR) or DEFAULT_FILE
 
 
+#: bare PostgreSQL schemes mean psycopg 3 (the driver the bulk COPY path is written for)
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 def normalize_url(url_or_path: str) -> str:
-    """Accept a SQLAlchemy URL or a plain file path (taken as a SQLite file)."""
+    """Accept a SQLAlchemy URL or a plain file path (taken as a SQLite file).
+
+    ``postgresql://`` (and libpq's ``postgres://``) select psycopg 3: SQLAlchemy would pick
+    psycopg2, which tracekit does not depend on.
+    """
+    for scheme in _POSTGRES_SCHEMES:
+        if url_or_path.startswith(scheme):
+            return "postgresql+psycopg://" + url_or_path[len(scheme):]
     if "://" in url_or_path:
         return url_or_path
     return f"sqlite:///{Path(url_or_path).expanduser().absolute()}"
@@ -75,6 +87,7 @@ class Store:
 
     engine: Engine
     url: str
+    read_only: bool = False
 
     @property
     def is_sqlite(self) -> bool:
@@ -82,16 +95,25 @@ class Store:
         return self.engine.dialect.name == "sqlite"
 
     @property
+    def is_postgres(self) -> bool:
+        """True for PostgreSQL stores (COPY-based ingest)."""
+        return self.engine.dialect.name == "postgresql"
+
+    @property
     def sqlite_path(self) -> Path | None:
         """The database file of a SQLite store, None for in-memory or other databases."""
         if not self.is_sqlite:
             return None
-        database = make_url(self.url).database
-        return Path(database) if database and database != ":memory:" else None
+        return sqlite_file(make_url(self.url).database)
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        """A transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE)."""
+        """A write transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE).
+
+        A deferred SQLite transaction that reads first and writes later can fail at once
+        with "database is locked" when another writer got there in between (the busy
+        timeout cannot help a lock upgrade); taking the lock first makes writers queue.
+        """
         with self.engine.connect() as connection:
             if self.is_sqlite:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
@@ -112,26 +134,58 @@ class Store:
     def revision(self) -> str | None:
         """The store's schema revision, None when the store is empty."""
         with self.engine.connect() as connection:
-            if not inspect(connection).has_table("alembic_version"):
-                return None
-            row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
-            return row[0] if row else None
+            return _revision(connection)
 
     def upgrade(self) -> None:
-        """Apply every pending migration."""
+        """Apply every pending migration, once, even with several processes at it.
+
+        The revision is read again under the database's write lock (SQLite: BEGIN
+        IMMEDIATE; PostgreSQL: a transaction-scoped advisory lock), so of four writers that
+        open a fresh store together one migrates and the others find it done.
+        """
         from alembic import command
 
-        with self.engine.begin() as connection:
-            command.upgrade(_alembic_config(connection), "head")
+        with self.begin() as connection:
+            if self.is_postgres:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": MIGRATION_LOCK_KEY})
+            if _revision(connection) != head_revision():
+                command.upgrade(_alembic_config(connection), "head")
 
     def dispose(self) -> None:
         """Close pooled connections."""
         self.engine.dispose()
 
 
+#: arbitrary constant naming tracekit's migration lock among PostgreSQL advisory locks
+MIGRATION_LOCK_KEY = 0x7472_6163_656B  # "tracek"
+
+
+def _revision(connection: Connection) -> str | None:
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+    return row[0] if row else None
+
+
+def sqlite_file(database: str | None) -> Path | None:
+    """The file behind a SQLite URL's database part (plain path or ``file:`` URI)."""
+    if not database or database == ":memory:" or database.startswith("file::memory:"):
+        return None
+    if database.startswith("file:"):
+        database = database[len("file:"):].split("?", 1)[0]
+    return Path(database)
+
+
+#: Text read back from a SQLite store: traces may hold invalid UTF-8 (copied verbatim by
+#: INSERT … SELECT); decode it with U+FFFD instead of failing every later read of the run.
+_decode_text = functools.partial(str, encoding="utf-8", errors="replace")
+
+
 def _sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     # The stdlib driver's implicit transactions fight BEGIN IMMEDIATE; take control of them.
     dbapi_connection.isolation_level = None
+    dbapi_connection.text_factory = _decode_text
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys = ON")
@@ -141,31 +195,74 @@ def _sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> No
     cursor.close()
 
 
-def _make_engine(url: str) -> Engine:
+def _check_sqlite_path(path: Path, *, write: bool) -> None:
+    """Refuse store paths SQLite would fail on with a cryptic message, before opening."""
+    if path.is_dir():
+        raise StoreError(f"store {str(path)!r} is a directory, not a SQLite file",
+                         hint="pass a file path, e.g. --store runs.db")
+    if not write:
+        if not path.exists():
+            raise StoreError(f"no store at {str(path)!r}",
+                             hint="run `tracekit analyze TRACE` first, or pass --store")
+        return
+    if not path.parent.is_dir():
+        raise StoreError(f"cannot create store {str(path)!r}: folder "
+                         f"{str(path.parent)!r} does not exist")
+    # WAL needs the -wal and -shm files beside the store: the folder must be writable too.
+    blocked = path.parent if not os.access(path.parent, os.W_OK) else (
+        path if path.exists() and not os.access(path, os.W_OK) else None)
+    if blocked is not None:
+        what = "folder" if blocked == path.parent else "file"
+        raise StoreError(f"store {str(path)!r} cannot be written ({what} {str(blocked)!r} is "
+                         "read-only)", hint="pass a writable --store path or set TRACEKIT_STORE")
+
+
+def _sqlite_engine(url: str, path: Path | None, *, write: bool) -> Engine:
+    """A SQLite engine; readers open the file with ``mode=ro`` so they can never write it."""
+    connect_args: dict[str, object] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+    if path is not None and not write:
+        url = f"sqlite:///{path.absolute().as_uri()}?mode=ro&uri=true"
+        if not os.access(path.parent, os.W_OK):
+            # A WAL store needs its -shm file, which a reader cannot create in a read-only
+            # folder; nobody can be writing there, so read the file as immutable.
+            url += "&immutable=1"
+    engine = create_engine(url, connect_args=connect_args)
+    event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _postgres_engine(url: str, *, write: bool) -> Engine:
+    """A PostgreSQL engine; readers' sessions are read-only on the server side."""
+    connect_args: dict[str, object] = {}
+    if not write:
+        connect_args["options"] = "-c default_transaction_read_only=on"
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    if not write:
+        # `options` may be ignored by a pooler (pgbouncer): say it again per connection.
+        @event.listens_for(engine, "connect")
+        def _read_only(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            dbapi_connection.commit()
+    return engine
+
+
+def _make_engine(url: str, *, write: bool = True) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise StoreError(f"store URL {url!r} is not a database URL: {exc}") from None
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database
-        if database and database != ":memory:":
-            path = Path(database)
-            if path.is_dir():
-                raise StoreError(f"store {str(path)!r} is a directory, not a SQLite file",
-                                 hint="pass a file path, e.g. --store runs.db")
-            if not path.parent.exists():
-                raise StoreError(f"cannot create store {str(path)!r}: folder "
-                                 f"{str(path.parent)!r} does not exist")
-            if path.exists() and not os.access(path, os.W_OK) or (
-                not path.exists() and not os.access(path.parent, os.W_OK)
-            ):
-                raise StoreError(f"store {str(path)!r} cannot be written (permission denied)",
-                                 hint="pass a writable --store path or set TRACEKIT_STORE")
-        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
-        event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
     try:
+        if parsed.get_backend_name() == "sqlite":
+            path = sqlite_file(parsed.database)
+            if path is not None:
+                _check_sqlite_path(path, write=write)
+            return _sqlite_engine(url, path, write=write)
+        if parsed.get_backend_name() == "postgresql":
+            return _postgres_engine(url, write=write)
         return create_engine(url, pool_pre_ping=True)
+    except StoreError:
+        raise
     except Exception as exc:  # a missing DB driver raises ModuleNotFoundError etc.
         raise StoreError(f"cannot open store {parsed.render_as_string()}: {exc}",
                          hint="install the driver, e.g. pip install 'tracekit-gpu[postgres]'"
@@ -179,44 +276,57 @@ def open_store(url_or_path: str | None = None, *, write: bool = True) -> Store:
     A schema newer than this tracekit always raises.
     """
     url = normalize_url(url_or_path or default_store_url())
-    engine = _make_engine(url)
-    store = Store(engine=engine, url=url)
+    engine = _make_engine(url, write=write)
+    store = Store(engine=engine, url=url, read_only=not write)
     try:
+        if store.is_sqlite and store.sqlite_path is not None and store.sqlite_path.exists():
+            _check_is_store(store)
         if store.is_sqlite and store.sqlite_path is not None and write:
             with engine.connect() as connection:
                 mode = connection.exec_driver_sql("PRAGMA journal_mode").scalar()
                 if mode != "wal":
                     connection.exec_driver_sql("PRAGMA journal_mode = WAL")
-        if store.is_sqlite and store.sqlite_path is not None and store.sqlite_path.exists():
-            _check_is_store(store)
-        current = store.revision()
-        head = head_revision()
-        if current is not None and current not in known_revisions():
-            raise StoreSchemaMismatch(
-                f"store {display_url(url)} has schema revision {current}, newer than this "
-                f"tracekit knows (head {head})",
-                hint="upgrade tracekit: pip install -U tracekit-gpu",
-            )
-        if current != head:
-            if write:
-                store.upgrade()
-            elif current is None:
-                raise StoreError(f"store {display_url(url)} holds no tracekit data yet",
-                                 hint="run `tracekit analyze TRACE` first")
-            else:
-                raise StoreSchemaMismatch(
-                    f"store {display_url(url)} is at schema revision {current}, "
-                    f"this tracekit needs {head}",
-                    hint=f"run `tracekit db upgrade --store {display_url(url)}`",
-                )
+        _check_revision(store, write=write)
     except (OperationalError, DBAPIError) as exc:
         engine.dispose()
-        raise StoreError(f"cannot open store {display_url(url)}: "
-                         f"{str(exc.orig).splitlines()[0] if exc.orig else exc}") from None
+        raise StoreError(f"cannot open store {display_url(url)}: {first_line(exc)}") from None
     except BaseException:
         engine.dispose()
         raise
     return store
+
+
+def _check_revision(store: Store, *, write: bool) -> None:
+    """Migrate (writers) or explain (readers) a store that is not at this tracekit's head."""
+    url = store.url
+    current = store.revision()
+    head = head_revision()
+    if current is not None and current not in known_revisions():
+        raise StoreSchemaMismatch(
+            f"store {display_url(url)} has schema revision {current}, newer than this "
+            f"tracekit knows (head {head})",
+            hint="upgrade tracekit: pip install -U tracekit-gpu",
+        )
+    if current == head:
+        return
+    if write:
+        store.upgrade()
+    elif current is None:
+        raise StoreError(f"store {display_url(url)} holds no tracekit data yet",
+                         hint="run `tracekit analyze TRACE` first")
+    else:
+        raise StoreSchemaMismatch(
+            f"store {display_url(url)} is at schema revision {current}, "
+            f"this tracekit needs {head}",
+            hint=f"run `tracekit db upgrade --store {display_url(url)}`",
+        )
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a database error, without SQLAlchemy's background link."""
+    orig = getattr(exc, "orig", None)
+    message = str(orig if orig is not None else exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
 
 
 def _check_is_store(store: Store) -> None:
@@ -226,7 +336,7 @@ def _check_is_store(store: Store) -> None:
             tables = set(inspect(connection).get_table_names())
         except DBAPIError as exc:
             raise StoreError(f"store {display_url(store.url)} is not a SQLite database "
-                             f"({exc.orig})") from None
+                             f"({first_line(exc)})") from None
     if tables and "alembic_version" not in tables and "runs" not in tables:
         raise StoreError(
             f"store {display_url(store.url)} is a SQLite file of another program "
@@ -239,5 +349,6 @@ def display_url(url: str) -> str:
     """A URL for messages: a SQLite path as a path, passwords hidden."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database:
-        return parsed.database
+        path = sqlite_file(parsed.database)
+        return str(path) if path is not None else parsed.database
     return parsed.render_as_string(hide_password=True)
