@@ -554,6 +554,8 @@ _GGUF_MAGIC = b"GGUF"
 _GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 _GGUF_MAX_KV = 1_000_000
+_GGUF_MAX_STRING = 1 << 24  # no metadata string is 16 MiB; a larger length means a corrupt header
+_GGUF_MAX_ITEMS = 1 << 28
 
 
 def _is_gguf(path: Path) -> bool:
@@ -573,6 +575,8 @@ def _read_exact(handle: BinaryIO, size: int, path: Path) -> bytes:
 
 def _gguf_string(handle: BinaryIO, path: Path, length_format: str) -> str:
     (length,) = struct.unpack(length_format, _read_exact(handle, struct.calcsize(length_format), path))
+    if length > _GGUF_MAX_STRING:
+        raise ConfigError(f"{path}: GGUF header is corrupt (a {length}-byte metadata string)")
     return _read_exact(handle, length, path).decode("utf-8", errors="replace")
 
 
@@ -585,6 +589,8 @@ def _gguf_value(handle: BinaryIO, kind: int, path: Path, length_format: str) -> 
     if kind == _GGUF_ARRAY:
         (item_kind,) = struct.unpack("<I", _read_exact(handle, 4, path))
         (count,) = struct.unpack(length_format, _read_exact(handle, struct.calcsize(length_format), path))
+        if count > _GGUF_MAX_ITEMS:
+            raise ConfigError(f"{path}: GGUF header is corrupt (an array of {count} items)")
         if item_kind in _GGUF_SCALARS:  # skip without reading: tokenizer arrays are large
             handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
         else:

@@ -35,7 +35,8 @@ class LogEvidence:
     kernel: str | None = None  # kernel class / backend named by the line
     path: str | None = None  # path the line implies, None when it does not say
     gpu_arch: str | None = None  # for device lines: the architecture they report
-    count: int = 1  # identical lines are reported once, with how often they occurred
+    count: int = 1  # identical messages are reported once, with how often they occurred
+    matched: str = ""  # the part of the line the pattern matched (repeats are keyed on it)
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready form for a finding's evidence list."""
@@ -148,6 +149,7 @@ def match_line(line: str, line_no: int = 0) -> LogEvidence | None:
             kernel=kernel,
             path=path,
             gpu_arch=gpu_arch,
+            matched=match.group(0),
         )
     return None
 
@@ -165,7 +167,7 @@ def scan_log(path: Path) -> list[LogEvidence]:
                 evidence = match_line(line, line_no)
                 if evidence is None:
                     continue
-                key = (evidence.rule, _strip_prefix(evidence.text))
+                key = (evidence.rule, evidence.matched)
                 previous = found.get(key)
                 if previous is None:
                     found[key] = evidence
@@ -174,14 +176,6 @@ def scan_log(path: Path) -> list[LogEvidence]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read engine log ({exc.strerror or exc})") from exc
     return sorted(found.values(), key=lambda e: e.line_no)
-
-
-_PREFIX = re.compile(r"^.*?(?:\]\s+|(?:INFO|WARNING|DEBUG|ERROR)\s+)")
-
-
-def _strip_prefix(text: str) -> str:
-    """The message without the logger's timestamp/process prefix, so repeats collapse."""
-    return _PREFIX.sub("", text, count=1)
 
 
 def _bump(evidence: LogEvidence) -> LogEvidence:
