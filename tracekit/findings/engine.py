@@ -241,11 +241,18 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
 
     if decl.path in QUANTIZED_PATHS:
         native_word = decl.path.upper()
+        # Weight-only kernels are the fallback; 16-bit GEMMs alone are (lm_head, routers and other
+        # excluded layers stay 16-bit) unless no weight-only and no native kernel ran at all —
+        # then the engine dequantized to 16-bit (emulation). In a mixed checkpoint the weight-only
+        # layers are by design, so only the native path's absence reveals a fallback.
         has_weight_only_layers = any(layer.path == "weight_only" for layer in decl.layers)
-        if has_weight_only_layers:  # mixed checkpoints: weight-only layers are by design
-            fallback_paths = ["weight_only", *sorted(SIXTEEN_BIT_PATHS)] if native_absent else []
+        weight_only_counts = weight_only_ns / phase.total >= min_share
+        if has_weight_only_layers and not native_absent:
+            fallback_paths: list[str] = []
+        elif weight_only_counts:
+            fallback_paths = ["weight_only"]
         else:
-            fallback_paths = ["weight_only"] + (sorted(SIXTEEN_BIT_PATHS) if native_absent else [])
+            fallback_paths = sorted(SIXTEEN_BIT_PATHS) if native_absent else []
         fallback_ns = phase.ns(fallback_paths)
         observed_paths = [p for p in fallback_paths if phase.by_path.get(p, 0) > 0]
         if fallback_ns / phase.total >= min_share:
@@ -262,7 +269,7 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
     if decl.path == "weight_only":
         better = sorted(p for p in (decl.alternatives & QUANTIZED_PATHS) if phase.by_path.get(p, 0) > 0)
         if better and phase.ns(better) >= weight_only_ns:
-            return judgement("as_declared", better, phase.ns(better), declared=declared)
+            return judgement("opted_in", better, phase.ns(better), declared=declared)
         if weight_only_ns / phase.total >= unused_min:
             possible = _WEIGHT_FORMATS_NATIVE.get(decl.weights or "")
             if possible and possible in native:

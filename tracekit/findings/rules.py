@@ -26,6 +26,7 @@ _VERDICT_KEYS = (
     "weight_only_declared",
     "native_unused",
     "as_declared",
+    "opted_in",
     "no_declaration",
     "unknown",
     "no_gemm",
