@@ -235,7 +235,10 @@ def _postgres_engine(url: str, *, write: bool) -> Engine:
     """A PostgreSQL engine; readers' sessions are read-only on the server side."""
     connect_args: dict[str, object] = {}
     if not write:
-        connect_args["options"] = "-c default_transaction_read_only=on"
+        # Keep libpq options given in the URL (e.g. ``?options=-csearch_path%3Dteam``).
+        given = make_url(url).query.get("options")
+        given = given if isinstance(given, str) else " ".join(given or ())
+        connect_args["options"] = f"{given} -c default_transaction_read_only=on".strip()
     engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     if not write:
         # `options` may be ignored by a pooler (pgbouncer): say it again per connection.

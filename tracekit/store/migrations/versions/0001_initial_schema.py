@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 22:57:02.927440
+Create Date: 2026-11-29
 """
 
 from __future__ import annotations
@@ -268,8 +268,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_kernels'))
     )
     with op.batch_alter_table('kernels', schema=None) as batch_op:
-        batch_op.create_index('ix_kernels_run_launch', ['run_id', 'global_tid', 'launch_start_ns'], unique=False)
-        batch_op.create_index('ix_kernels_run_name', ['run_id', 'name_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_kernels_run_id'), ['run_id'], unique=False)
 
     op.create_table('runtime_calls',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -298,8 +297,7 @@ def downgrade() -> None:
 
     op.drop_table('runtime_calls')
     with op.batch_alter_table('kernels', schema=None) as batch_op:
-        batch_op.drop_index('ix_kernels_run_name')
-        batch_op.drop_index('ix_kernels_run_launch')
+        batch_op.drop_index(batch_op.f('ix_kernels_run_id'))
 
     op.drop_table('kernels')
     with op.batch_alter_table('kernel_metrics', schema=None) as batch_op:
