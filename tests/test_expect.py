@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from tracekit.errors import ConfigError, InputError
 from tracekit.expect._data import load_table
 from tracekit.expect.checkpoint import declaration_from_word, read_declaration
+from tracekit.expect.context import load_expectations
 from tracekit.expect.gpu import (
     KernelArch,
     arch_from_capability,
@@ -416,3 +418,42 @@ def test_scan_log_strips_colours_counts_repeats_and_reads_devices(tmp_path: Path
 def test_scan_log_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="nope.log"):
         scan_log(tmp_path / "nope.log")
+
+
+# ---------------------------------------------------------------------------------------------
+# Expectations gathered from the command line
+
+
+@dataclass
+class _Options:
+    model: Path | None = None
+    expect: str | None = None
+    gpu: str | None = None
+    logs: tuple[Path, ...] = ()
+
+
+def test_load_expectations_reads_everything(tmp_path: Path) -> None:
+    log = tmp_path / "vllm.log"
+    log.write_text("INFO Using MarlinNvFp4LinearKernel for NVFP4 GEMM\n")
+    result = load_expectations(
+        _Options(model=CHECKPOINTS / "modelopt-nvfp4", gpu="RTX 5090", logs=(log,))
+    )
+    assert result.declaration is not None and result.declaration.path == "fp4"
+    assert (result.gpu_arch, result.gpu_name) == ("sm120", "RTX 5090")
+    assert [e.kernel for e in result.log_evidence] == ["MarlinNvFp4LinearKernel"]
+    assert result.model_label == "modelopt-nvfp4" and result.warnings == ()
+
+
+def test_load_expectations_turns_problems_into_warnings(tmp_path: Path) -> None:
+    result = load_expectations(
+        _Options(model=CHECKPOINTS / "broken.json", expect="nvfp4", gpu="toaster", logs=(tmp_path / "x.log",))
+    )
+    assert result.declaration is None and result.gpu_arch is None
+    assert len(result.warnings) == 4
+    assert "broken.json" in result.warnings[0] and "x.log" in result.warnings[3]
+
+
+def test_expect_word_overrides_model() -> None:
+    result = load_expectations(_Options(model=CHECKPOINTS / "ct-nvfp4a16.config.json", expect="fp4"))
+    assert result.declaration is not None and result.declaration.path == "fp4"
+    assert "overrides" in result.warnings[0]

@@ -102,8 +102,9 @@ def build_context(
             gpu_name = next((e.kernel for e in log_evidence if e.kind == "device" and e.kernel), None)
     else:
         device_archs = {}  # --gpu wins over the trace's device table
-        if gpu_name and arch_from_gpu_name(gpu_name) != gpu_arch:
-            gpu_name = None
+        name_arch = arch_from_gpu_name(gpu_name) if gpu_name else None
+        if name_arch is not None and name_arch != gpu_arch:
+            gpu_name = None  # the trace's GPU name describes another GPU than --gpu
     marker, heuristic = _step_counts(connection, run_id)
     domains, ranges = _nvtx(connection, run_id)
     return FindingContext(

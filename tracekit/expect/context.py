@@ -1,0 +1,90 @@
+"""Gather everything the user told us about expectations: ``--model``, ``--expect``, ``--gpu``, ``--log``.
+
+A checkpoint config that cannot be read must not stop the analysis of a trace that was read
+fine: problems here become warnings (one line each, naming the file) and the run is still
+analyzed, just without that expectation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from tracekit.errors import TracekitError
+from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_declaration
+from tracekit.expect.gpu import parse_gpu
+from tracekit.expect.logs import LogEvidence, scan_log
+
+
+class ExpectationOptions(Protocol):
+    """The fields of the analysis options this module reads."""
+
+    model: Path | None
+    expect: str | None
+    gpu: str | None
+    logs: Sequence[Path]
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """Resolved expectations for one analysis."""
+
+    declaration: Declaration | None = None
+    gpu_arch: str | None = None  # from --gpu; the trace's device table is consulted separately
+    gpu_name: str | None = None
+    log_evidence: tuple[LogEvidence, ...] = ()
+    model_label: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+
+def load_expectations(options: ExpectationOptions) -> Expectations:
+    """Read ``--model``/``--expect``/``--gpu``/``--log``; unreadable ones become warnings."""
+    warnings: list[str] = []
+    declaration = None
+    model_label = None
+    if options.model is not None:
+        try:
+            declaration = read_declaration(Path(options.model))
+            model_label = _model_label(Path(options.model))
+        except TracekitError as exc:
+            warnings.append(f"--model: {exc.one_line()}; analyzing without the checkpoint's declaration")
+    if options.expect:
+        try:
+            stated = declaration_from_word(options.expect)
+        except TracekitError as exc:
+            warnings.append(exc.one_line())
+        else:
+            if declaration is not None and declaration.path != stated.path:
+                warnings.append(
+                    f"--expect {stated.path} overrides the checkpoint's declaration ({declaration.format})"
+                )
+            declaration = stated if declaration is None or declaration.path != stated.path else declaration
+    gpu_arch = gpu_name = None
+    if options.gpu:
+        try:
+            spec = parse_gpu(options.gpu)
+            gpu_arch, gpu_name = spec.arch, spec.name
+        except TracekitError as exc:
+            warnings.append(exc.one_line())
+    evidence: list[LogEvidence] = []
+    for log in options.logs or ():
+        try:
+            evidence += scan_log(Path(log))
+        except TracekitError as exc:
+            warnings.append(f"--log: {exc.one_line()}")
+    return Expectations(
+        declaration=declaration,
+        gpu_arch=gpu_arch,
+        gpu_name=gpu_name,
+        log_evidence=tuple(evidence),
+        model_label=model_label,
+        warnings=tuple(warnings),
+    )
+
+
+def _model_label(path: Path) -> str:
+    """The model's name as people say it: the checkpoint folder's name."""
+    folder = path if path.is_dir() else path.parent
+    return folder.resolve().name or str(path)
