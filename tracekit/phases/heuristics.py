@@ -1,0 +1,213 @@
+"""Phases without markers: kernel-family signals, spread along the GPU timeline. Heuristic.
+
+Used only when a run has no step marker. Some kernel families are chosen by the number of
+query tokens in a step (``rules/_phase_heuristics.toml``: llama.cpp ``mul_mat_vec_q`` vs
+``mul_mat_q``, ``flash_attn_ext_vec`` vs ``flash_attn_ext_f16``, FlashInfer ``BatchDecode``
+vs ``BatchPrefill``, …). Names are matched once per unique name; a signal whose contrasting
+family is absent from the run is ignored (``requires``), because that is exactly where names
+lie (vLLM's FlashInfer decode runs ``BatchPrefill`` kernels).
+
+Every other kernel takes the phase of the signal kernels around it on the same device, in GPU
+order: between two signals of one phase, that phase; between a signal of one phase and one of
+another, the boundary is put at the largest idle gap on the GPU between them (forward passes
+are separated by host work: sampling, scheduling). Maximal runs of one phase become
+``steps`` with ``source = 'heuristic'``. All of it is window functions in SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, text
+
+from tracekit.errors import RuleFileError
+
+if TYPE_CHECKING:
+    from tracekit.phases.stage import PhaseReport
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+HEURISTICS_FILE = "_phase_heuristics.toml"
+_TEMP_TABLES = ("tk_name_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun")
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A kernel family that hints at a phase."""
+
+    id: str
+    phase: str
+    pattern: re.Pattern[str]
+    requires: tuple[str, ...] = ()
+    lies: str = ""
+    cite: str = ""
+    examples: tuple[str, ...] = ()
+    counter_examples: tuple[str, ...] = ()
+
+
+@dataclass
+class SignalSet:
+    """Signals in file order; the first that matches a name wins."""
+
+    signals: list[Signal] = field(default_factory=list)
+
+    def match(self, name: str) -> Signal | None:
+        """The signal a kernel name carries, if any."""
+        for signal in self.signals:
+            if signal.pattern.search(name):
+                return signal
+        return None
+
+    def believed(self, names: dict[int, str]) -> dict[int, Signal]:
+        """name id → signal, keeping only signals whose required contrasts occur in the run."""
+        matched = {name_id: signal for name_id, name in names.items()
+                   if (signal := self.match(name)) is not None}
+        present = {signal.id for signal in matched.values()}
+        return {name_id: signal for name_id, signal in matched.items()
+                if all(required in present for required in signal.requires)}
+
+
+@lru_cache(maxsize=None)
+def load_signals() -> SignalSet:
+    """The built-in signals from ``tracekit.rules/_phase_heuristics.toml``."""
+    raw = tomllib.loads((resources.files("tracekit.rules") / HEURISTICS_FILE)
+                        .read_text(encoding="utf-8"))
+    signals = []
+    for entry in raw.get("signal", []):
+        if entry.get("phase") not in ("prefill", "decode"):
+            raise RuleFileError(f"{HEURISTICS_FILE}: signal {entry.get('id')!r}: bad phase")
+        try:
+            pattern = re.compile(entry["pattern"])
+        except re.error as exc:
+            raise RuleFileError(f"{HEURISTICS_FILE}: signal {entry['id']!r}: {exc}") from exc
+        signals.append(Signal(
+            id=entry["id"], phase=entry["phase"], pattern=pattern,
+            requires=tuple(entry.get("requires", ())), lies=entry.get("lies", ""),
+            cite=entry.get("cite", ""), examples=tuple(entry.get("examples", ())),
+            counter_examples=tuple(entry.get("counter_examples", ()))))
+    return SignalSet(signals)
+
+
+def _drop(connection: Connection) -> None:
+    for name in _TEMP_TABLES:
+        connection.execute(text(f"DROP TABLE IF EXISTS {name}"))
+
+
+def attribute(connection: Connection, run_id: int, ranges: int = 0,
+              signals: SignalSet | None = None) -> PhaseReport:
+    """Heuristic steps and kernel phases for a run without markers."""
+    from tracekit.phases.stage import PhaseReport
+
+    signals = signals or load_signals()
+    names = dict(connection.execute(text(
+        "SELECT id, name FROM kernel_names WHERE run_id = :run_id"), {"run_id": run_id}).all())
+    believed = signals.believed(names)
+    no_markers = (f"no step markers ({ranges:,} ranges, none an engine step marker)"
+                  if ranges else "no step markers (no ranges in the trace)")
+    if not believed:
+        return PhaseReport(method="none", message=f"{no_markers} and no kernel family that "
+                           "tells prefill from decode: nothing attributed to a phase")
+    counts: dict[str, int] = {}
+    for signal in believed.values():
+        counts[signal.id] = counts.get(signal.id, 0) + 1
+    _drop(connection)
+    connection.execute(text(
+        "CREATE TEMPORARY TABLE tk_name_signal (name_id BIGINT PRIMARY KEY, phase VARCHAR(16))"))
+    connection.execute(text("INSERT INTO tk_name_signal VALUES (:name_id, :phase)"),
+                       [{"name_id": name_id, "phase": signal.phase}
+                        for name_id, signal in believed.items()])
+    _label(connection, run_id)
+    kernels = _make_steps(connection, run_id)
+    steps = dict(connection.execute(text(
+        "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"),
+        {"run_id": run_id}).all())
+    _drop(connection)
+    used = ", ".join(sorted(counts))
+    return PhaseReport(method="heuristic",
+                       message=f"{no_markers}; phases inferred from kernel families ({used}) "
+                       "— heuristic, not measured",
+                       steps={str(k): int(v) for k, v in steps.items()},
+                       kernels_heuristic=kernels, signals=counts)
+
+
+def _label(connection: Connection, run_id: int) -> None:
+    order = "PARTITION BY COALESCE(k.global_pid, -1), COALESCE(k.device, -1) ORDER BY k.start_ns, k.id"
+    connection.execute(text(f"""
+        CREATE TEMPORARY TABLE tk_h AS
+        SELECT k.id, COALESCE(k.global_pid, -1) AS gp, COALESCE(k.device, -1) AS dev,
+               k.start_ns, k.end_ns, k.launch_start_ns, k.launch_end_ns, k.global_tid,
+               k.global_pid, s.phase AS sig,
+               SUM(CASE WHEN s.phase IS NULL THEN 0 ELSE 1 END) OVER (
+                   {order} ROWS UNBOUNDED PRECEDING) AS seg,
+               k.start_ns - LAG(k.end_ns) OVER ({order}) AS gap
+        FROM kernels k LEFT JOIN tk_name_signal s ON s.name_id = k.name_id
+        WHERE k.run_id = :run_id"""), {"run_id": run_id})
+    connection.execute(text("CREATE INDEX tk_h_seg ON tk_h (gp, dev, seg)"))
+    # Per segment (a signal kernel and the kernels after it up to the next signal): its phase,
+    # the gap before its head, the largest gap among its other kernels and where that is.
+    connection.execute(text("""
+        CREATE TEMPORARY TABLE tk_hseg AS
+        SELECT gp, dev, seg, MAX(sig) AS phase,
+               MAX(CASE WHEN sig IS NOT NULL THEN gap END) AS head_gap,
+               MAX(CASE WHEN sig IS NULL THEN gap END) AS max_gap,
+               CAST(NULL AS BIGINT) AS split_at
+        FROM tk_h GROUP BY gp, dev, seg"""))
+    connection.execute(text("""
+        UPDATE tk_hseg SET split_at = (
+            SELECT MIN(h.start_ns) FROM tk_h h
+            WHERE h.gp = tk_hseg.gp AND h.dev = tk_hseg.dev AND h.seg = tk_hseg.seg
+              AND h.sig IS NULL AND h.gap = tk_hseg.max_gap)
+        WHERE max_gap IS NOT NULL"""))
+    connection.execute(text("""
+        CREATE TEMPORARY TABLE tk_hlab AS
+        SELECT h.*, CASE
+                 WHEN h.sig IS NOT NULL THEN h.sig
+                 WHEN cur.phase IS NULL THEN nxt.phase
+                 WHEN nxt.phase IS NULL OR nxt.phase = cur.phase THEN cur.phase
+                 WHEN nxt.head_gap >= COALESCE(cur.max_gap, -1) THEN cur.phase
+                 WHEN h.start_ns >= cur.split_at THEN nxt.phase
+                 ELSE cur.phase END AS label
+        FROM tk_h h
+        JOIN tk_hseg cur ON cur.gp = h.gp AND cur.dev = h.dev AND cur.seg = h.seg
+        LEFT JOIN tk_hseg nxt ON nxt.gp = h.gp AND nxt.dev = h.dev AND nxt.seg = h.seg + 1"""))
+
+
+def _make_steps(connection: Connection, run_id: int) -> int:
+    connection.execute(text("""
+        CREATE TEMPORARY TABLE tk_hrun AS
+        SELECT id, gp, dev, label, start_ns, end_ns, launch_start_ns, launch_end_ns,
+               global_tid, global_pid,
+               SUM(changed) OVER (PARTITION BY gp, dev ORDER BY start_ns, id
+                                  ROWS UNBOUNDED PRECEDING) AS run
+        FROM (SELECT l.*, CASE WHEN LAG(label) OVER (PARTITION BY gp, dev ORDER BY start_ns, id)
+                                    IS NOT DISTINCT FROM label THEN 0 ELSE 1 END AS changed
+              FROM tk_hlab l) AS c"""))
+    params: dict[str, Any] = {"run_id": run_id}
+    connection.execute(text("""
+        INSERT INTO steps (run_id, engine, phase, source, text, start_ns, end_ns, gpu_start_ns,
+                           gpu_end_ns, global_tid, global_pid)
+        SELECT :run_id, NULL, MIN(label), 'heuristic', 'heuristic ' || MIN(label),
+               COALESCE(MIN(launch_start_ns), MIN(start_ns)),
+               COALESCE(MAX(launch_end_ns), MAX(end_ns)), MIN(start_ns), MAX(end_ns),
+               MIN(global_tid), MIN(global_pid)
+        FROM tk_hrun WHERE label IS NOT NULL GROUP BY gp, dev, run ORDER BY gp, dev, run"""),
+        params)
+    result = connection.execute(text("""
+        UPDATE kernels SET step_id = m.step_id, phase = m.label
+        FROM (SELECT r.id AS kernel_id, r.label, s.id AS step_id
+              FROM tk_hrun r
+              JOIN (SELECT gp, dev, run, ROW_NUMBER() OVER (ORDER BY gp, dev, run) AS rn
+                    FROM tk_hrun WHERE label IS NOT NULL GROUP BY gp, dev, run) AS g
+                ON g.gp = r.gp AND g.dev = r.dev AND g.run = r.run
+              JOIN (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM steps
+                    WHERE run_id = :run_id AND source = 'heuristic') AS s ON s.rn = g.rn
+              WHERE r.label IS NOT NULL) AS m
+        WHERE kernels.id = m.kernel_id"""), params)
+    return int(result.rowcount or 0)

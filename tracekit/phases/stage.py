@@ -1,0 +1,155 @@
+"""The phases stage: steps from engine markers first, heuristics only when a run has none.
+
+Writes ``steps`` (every row says its ``source``: ``marker`` or ``heuristic``) and sets
+``kernels.step_id`` / ``kernels.phase`` (NULL = unattributed). Re-running it rewrites both.
+
+Markers are found per unique range text (SQL LIKE prefilters, then the regexes of
+``rules/_phase_markers.toml`` in Python over the distinct texts); steps are created and
+kernels attributed in set-based SQL (``tracekit.phases.attribute``). A run whose ranges hold
+no engine marker — e.g. ``emit_nvtx`` ``aten::…`` ranges — is never given phases from those
+ranges: it goes to the heuristics, which say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from tracekit.phases import attribute, heuristics
+from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
+
+#: NVTX kinds that are points or bookkeeping, never a step range.
+NON_RANGE_KINDS = ("mark", "domain_create")
+
+
+@dataclass
+class PhaseReport:
+    """What the stage did, for logs, tests and the analysis document."""
+
+    method: str  # "marker" | "heuristic" | "none"
+    message: str
+    engines: list[str] = field(default_factory=list)
+    marker_ranges: int = 0
+    idle_markers: int = 0
+    nested_dropped: int = 0
+    steps: dict[str, int] = field(default_factory=dict)
+    kernels_by_launch: int = 0
+    kernels_by_gpu_time: int = 0
+    kernels_heuristic: int = 0
+    signals: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready)."""
+        return dict(self.__dict__)
+
+
+def attribute_phases(connection: Connection, run_id: int,
+                     markers: MarkerSet | None = None) -> PhaseReport:
+    """Find steps and attribute every kernel of ``run_id`` to one (or leave it unattributed)."""
+    markers = markers or load_markers()
+    reset(connection, run_id)
+    infos = marker_texts(connection, run_id, markers)
+    if infos:
+        report = _from_markers(connection, run_id, infos)
+    else:
+        report = heuristics.attribute(connection, run_id, ranges=_range_count(connection, run_id))
+    attribute.drop_temp_tables(connection)
+    return report
+
+
+def reset(connection: Connection, run_id: int) -> None:
+    """Forget earlier steps and kernel phases of this run (the stage rewrites them)."""
+    had_steps = connection.execute(text("SELECT 1 FROM steps WHERE run_id = :run_id LIMIT 1"),
+                                   {"run_id": run_id}).first()
+    if had_steps is None:
+        return
+    connection.execute(text(
+        "UPDATE kernels SET step_id = NULL, phase = NULL WHERE run_id = :run_id "
+        "AND (step_id IS NOT NULL OR phase IS NOT NULL)"), {"run_id": run_id})
+    connection.execute(text("DELETE FROM steps WHERE run_id = :run_id"), {"run_id": run_id})
+
+
+def marker_texts(connection: Connection, run_id: int, markers: MarkerSet) -> dict[str, StepInfo]:
+    """Distinct range texts of the run that are step markers, parsed."""
+    likes = markers.prefilters()
+    if not likes:
+        return {}
+    params: dict[str, Any] = {"run_id": run_id}
+    clauses = []
+    for index, like in enumerate(likes):
+        params[f"like{index}"] = like
+        clauses.append(f"text LIKE :like{index}")
+    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
+    rows = connection.execute(text(
+        f"SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id AND kind NOT IN ({kinds}) "
+        f"AND text IS NOT NULL AND ({' OR '.join(clauses)})"), params)
+    return markers.parse_all(row[0] for row in rows)
+
+
+def _range_count(connection: Connection, run_id: int) -> int:
+    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
+    return int(connection.execute(text(
+        f"SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id AND kind NOT IN ({kinds})"),
+        {"run_id": run_id}).scalar() or 0)
+
+
+def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo]
+                  ) -> PhaseReport:
+    _load_marker_table(connection, infos)
+    run_end = connection.execute(text(
+        "SELECT MAX(COALESCE(end_ns, start_ns)) FROM nvtx_ranges WHERE run_id = :run_id"),
+        {"run_id": run_id}).scalar()
+    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
+    marker_ranges = int(connection.execute(text(
+        f"SELECT COUNT(*) FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
+        f"WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds})"), {"run_id": run_id}).scalar() or 0)
+    # Open ranges (never popped) end at the end of the capture, as nsys' projection does.
+    connection.execute(text(f"""
+        INSERT INTO steps (run_id, nvtx_id, engine, phase, source, text, start_ns, end_ns,
+                           global_tid, global_pid, prefill_tokens, decode_tokens,
+                           prefill_requests, decode_requests)
+        SELECT :run_id, n.id, m.engine, m.phase, 'marker', n.text, n.start_ns,
+               COALESCE(n.end_ns, :run_end), n.global_tid, n.global_pid, m.prefill_tokens,
+               m.decode_tokens, m.prefill_requests, m.decode_requests
+        FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text
+        WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds}) AND m.phase <> 'idle'
+        ORDER BY n.global_tid, n.start_ns, n.id"""), {"run_id": run_id, "run_end": run_end})
+    connection.execute(text("DROP TABLE tk_marker_texts"))
+    nested = attribute.drop_nested_steps(connection, run_id)
+    by_launch = attribute.attribute_by_launch(connection, run_id)
+    attribute.project_to_gpu(connection, run_id)
+    by_gpu = attribute.attribute_orphans_by_gpu_time(connection, run_id)
+    if by_gpu:
+        attribute.project_to_gpu(connection, run_id)
+    steps = dict(connection.execute(text(
+        "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"),
+        {"run_id": run_id}).all())
+    engines = sorted({info.engine for info in infos.values()})
+    step_total = sum(steps.values())
+    idle = marker_ranges - step_total - nested
+    message = (f"{step_total:,} steps from {', '.join(engines)} step markers; "
+               f"{by_launch + by_gpu:,} kernels attributed")
+    if step_total == 0:
+        message = (f"{marker_ranges:,} {', '.join(engines)} step markers, all idle steps: "
+                   "no prefill or decode work to attribute")
+    return PhaseReport(method="marker", message=message, engines=engines,
+                       marker_ranges=marker_ranges, idle_markers=max(idle, 0),
+                       nested_dropped=nested, steps={str(k): int(v) for k, v in steps.items()},
+                       kernels_by_launch=by_launch, kernels_by_gpu_time=by_gpu)
+
+
+def _load_marker_table(connection: Connection, infos: dict[str, StepInfo]) -> None:
+    connection.execute(text("DROP TABLE IF EXISTS tk_marker_texts"))
+    connection.execute(text(
+        "CREATE TEMPORARY TABLE tk_marker_texts (text TEXT PRIMARY KEY, engine VARCHAR(32), "
+        "phase VARCHAR(16), prefill_tokens BIGINT, decode_tokens BIGINT, "
+        "prefill_requests BIGINT, decode_requests BIGINT)"))
+    connection.execute(text(
+        "INSERT INTO tk_marker_texts VALUES (:text, :engine, :phase, :prefill_tokens, "
+        ":decode_tokens, :prefill_requests, :decode_requests)"),
+        [{"text": marker_text, "engine": info.engine, "phase": info.phase,
+          "prefill_tokens": info.prefill_tokens, "decode_tokens": info.decode_tokens,
+          "prefill_requests": info.prefill_requests, "decode_requests": info.decode_requests}
+         for marker_text, info in infos.items()])
