@@ -1,0 +1,72 @@
+"""Classify GPU kernels by the arithmetic they really ran (rules in ``rules/*.toml``).
+
+Public API::
+
+    ruleset = load_ruleset(extra_dirs=())
+    results = classify_names(names, ruleset, arch="sm90", evidence={name: NameEvidence(...)})
+
+Work is per unique name: ``classify_names`` classifies each distinct name once and returns one
+``Classification`` per input, in input order.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from tracekit.classify.engine import all_matches, classify_by_name
+from tracekit.classify.evidence import combine
+from tracekit.classify.loader import load_ruleset
+from tracekit.classify.model import (
+    OPS,
+    PATHS,
+    Classification,
+    NameEvidence,
+    Rule,
+    RuleSet,
+)
+from tracekit.classify.names import prepare
+
+__all__ = [
+    "OPS",
+    "PATHS",
+    "Classification",
+    "NameEvidence",
+    "Rule",
+    "RuleSet",
+    "all_matches",
+    "classify_name",
+    "classify_names",
+    "load_ruleset",
+]
+
+
+def classify_name(
+    name: str,
+    ruleset: RuleSet,
+    *,
+    arch: str | None = None,
+    evidence: NameEvidence | None = None,
+) -> Classification:
+    """Classify one kernel name (see ``classify_names``)."""
+    result, match = classify_by_name(prepare(name), ruleset)
+    return combine(result, match, evidence, arch, ruleset)
+
+
+def classify_names(
+    names: Sequence[str],
+    ruleset: RuleSet,
+    *,
+    arch: str | None = None,
+    evidence: Mapping[str, NameEvidence] | None = None,
+) -> list[Classification]:
+    """Classify each name (once per distinct name); results are in input order."""
+    evidence = evidence or {}
+    done: dict[str, Classification] = {}
+    out = []
+    for name in names:
+        result = done.get(name)
+        if result is None:
+            result = classify_name(name, ruleset, arch=arch, evidence=evidence.get(name))
+            done[name] = result
+        out.append(result)
+    return out

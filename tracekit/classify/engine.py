@@ -1,0 +1,203 @@
+"""Match one kernel name against the rules and turn the winning match into labels.
+
+The engine is small on purpose: find every rule whose regex occurs in the name, take the
+highest priority, merge its fixed labels with the labels its capture groups decode to through
+tables, and derive ``path`` from the operand types when the rule does not state it. Anything
+that does not resolve — a token missing from a table, operands that do not combine — becomes
+``unknown`` with the reason, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from tracekit.classify.model import Classification, Rule, RuleSet
+from tracekit.classify.names import KernelName
+
+_MATH_OPS = frozenset({"gemm", "grouped_gemm", "gemv", "attention"})
+
+
+@dataclass(frozen=True)
+class Match:
+    """One rule that matched a name, with what it decoded (``rules explain`` prints these)."""
+
+    rule: Rule
+    pattern: str
+    groups: Mapping[str, str]
+    labels: Mapping[str, str]
+    path: str
+    reason: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def rule_matches(rule: Rule, text: str) -> re.Match[str] | None:
+    """The first pattern match of ``rule`` in ``text``, honouring keywords and excludes."""
+    if rule.keywords and not any(k in text for k in rule.keywords):
+        return None
+    for pattern in rule.patterns:
+        found = pattern.search(text)
+        if found is not None:
+            if any(ex.search(text) for ex in rule.exclude):
+                return None
+            return found
+    return None
+
+
+def derive_path(
+    weights: str | None, activations: str | None, operand_types: Mapping[str, str]
+) -> str | None:
+    """The math path implied by the operand types, or None when they do not decide it.
+
+    Activations decide the MMA input type: FP8 activations run FP8 MMA whatever the weights
+    (W4A8-FP8), int8 activations run IMMA (W4A8-int, llama.cpp MMQ), 16-bit activations with
+    lower-bit weights are weight-only (the weights are dequantized in the mainloop).
+    """
+    ca = operand_types.get(activations) if activations else None
+    cw = operand_types.get(weights) if weights else None
+    # Some names list A and B without saying which is the weight: a sub-8-bit integer or a
+    # low-bit operand next to a 16-bit one is the weight, so order them before deciding.
+    if ca == "weight_only" or (ca in ("fp4", "fp8", "int8") and cw in ("bf16", "fp16")):
+        ca, cw = cw, ca
+    if ca is None:
+        return None
+    if ca in ("bf16", "fp16"):
+        if cw is None or cw == ca:
+            return ca
+        if cw in ("fp4", "fp8", "int8", "weight_only"):
+            return "weight_only"
+        return None
+    if ca == "fp4":
+        return {None: "fp4", "fp4": "fp4", "fp8": "fp8"}.get(cw)
+    if ca == "fp8":
+        return "fp8" if cw in (None, "fp4", "fp8", "weight_only") else None
+    if ca == "int8":
+        # int8 activations: INT8 MMA / dp4a (llama.cpp converts MXFP4 weights to int8 too)
+        return "int8" if cw in (None, "int8", "weight_only", "fp4") else None
+    if ca in ("tf32", "fp32", "fp64"):
+        return ca if cw in (None, ca) else None
+    return None
+
+
+def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
+    """Labels of one matching rule: fixed labels, then decoded capture groups, then derivation."""
+    labels = dict(rule.labels)
+    groups = {k: v for k, v in found.groupdict().items() if v is not None}
+    notes: list[str] = []
+    missing: list[str] = []
+    for group, table_name, target in rule.decode:
+        value = groups.get(group)
+        if value is None:
+            continue
+        entry = ruleset.tables[table_name].lookup(value)
+        if entry is None or (target is not None and "type" not in entry):
+            missing.append(f"{group} token '{value}' is not in table _{table_name}.toml")
+            continue
+        if target is not None:
+            labels[target] = entry["type"]
+        else:
+            labels.update({k: v for k, v in entry.items() if k != "type"})
+        notes.append(f"{group}={value}")
+    if missing:
+        path = "unknown"
+        reason = "; ".join(missing) + " (extend the table once the type is known)"
+    elif "path" in labels:
+        path = labels["path"]
+        reason = rule.reason or ""
+    else:
+        derived = derive_path(labels.get("weights"), labels.get("activations"), ruleset.operand_types)
+        if derived is None:
+            path = "unknown"
+            reason = rule.reason or (
+                f"operand types weights={labels.get('weights')} "
+                f"activations={labels.get('activations')} do not determine the math path"
+            )
+        else:
+            path = derived
+            reason = rule.reason or ""
+    if path == "unknown" and not reason:
+        reason = f"{rule.description} (the name does not state the types)"
+    if path != "unknown":
+        operands = ", ".join(
+            f"{k} {labels[k]}" for k in ("weights", "activations", "accum") if labels.get(k)
+        )
+        decoded = f" [{'; '.join(notes)}]" if notes else ""
+        detail = f": {operands}" if operands else ""
+        reason = (reason + " " if reason else "") + f"name matches {rule.id}{decoded}{detail}"
+    labels.pop("path", None)
+    return Match(
+        rule=rule,
+        pattern=found.re.pattern,
+        groups=groups,
+        labels=labels,
+        path=path,
+        reason=reason,
+        notes=tuple(notes),
+    )
+
+
+def all_matches(text: str, ruleset: RuleSet) -> list[Match]:
+    """Every rule that matches ``text``, highest priority first (for ``rules explain``)."""
+    out = []
+    for rule in ruleset.rules:
+        found = rule_matches(rule, text)
+        if found is not None:
+            out.append(evaluate(rule, found, ruleset))
+    return out
+
+
+def best_match(text: str, ruleset: RuleSet) -> Match | None:
+    """The winning match: rules are sorted by priority, so the first hit wins."""
+    for rule in ruleset.rules:
+        found = rule_matches(rule, text)
+        if found is not None:
+            return evaluate(rule, found, ruleset)
+    return None
+
+
+def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classification, Match | None]:
+    """Classification from the name alone (evidence ``name``, or ``none`` without a match)."""
+    if not kname.text:
+        return (
+            Classification(
+                name=kname.original, op="other", path="unknown", weights=None,
+                activations=None, accum=None, library=None, rule=None, evidence="none",
+                confidence="low", reason="empty kernel name",
+            ),
+            None,
+        )
+    match = best_match(kname.text, ruleset)
+    cut = " (the name was truncated; the part that would decide may be gone)"
+    if match is None:
+        reason = "no rule matches this name"
+        return (
+            Classification(
+                name=kname.original, op="other", path="unknown", weights=None,
+                activations=None, accum=None, library=None, rule=None, evidence="none",
+                confidence="low", reason=reason + (cut if kname.truncated else ""),
+            ),
+            None,
+        )
+    reason = match.reason
+    if match.path == "unknown" and kname.truncated:
+        reason += cut
+    confidence = match.rule.confidence if match.path != "unknown" else "low"
+    if match.path == "unknown" and match.labels.get("op") not in _MATH_OPS:
+        confidence = match.rule.confidence
+    return (
+        Classification(
+            name=kname.original,
+            op=match.labels.get("op", "other"),
+            path=match.path,
+            weights=match.labels.get("weights"),
+            activations=match.labels.get("activations"),
+            accum=match.labels.get("accum"),
+            library=match.labels.get("library"),
+            rule=match.rule.id,
+            evidence="name",
+            confidence=confidence,
+            reason=reason,
+        ),
+        match,
+    )

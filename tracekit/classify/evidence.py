@@ -1,0 +1,208 @@
+"""Combine the name's answer with other evidence, in DESIGN.md's order of trust.
+
+counters > explicit types in the name > op dtypes > log lines > heuristics, then GPU
+feasibility. Counters measure what the tensor pipe executed, so they override the name; op
+dtypes are trusted only from plain ATen matmul/attention ops, because custom ops hide the
+quantized weights (vLLM's ``moe_forward`` reports BF16 inputs while its kernels run MXFP4 ×
+MXFP8, formats.md §0 item 10). Feasibility never invents a path: a path the GPU cannot run, or
+a kernel built for another architecture, turns the answer into ``unknown`` with the conflict
+recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any, Mapping
+
+from tracekit.classify.engine import Match
+from tracekit.classify.model import Classification, NameEvidence, RuleSet
+
+_MATH_OPS = frozenset({"gemm", "grouped_gemm", "gemv", "attention"})
+
+#: ncu ``sm__ops_path_tensor…_src_<S>[_dst_<D>]`` source word -> path
+_COUNTER_SRC: dict[str, str] = {
+    "fp4": "fp4",
+    "fp4_fp6_fp8": "fp8",
+    "fp4_fp6": "fp8",
+    "fp8": "fp8",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "tf32": "tf32",
+    "int8": "int8",
+    "int4": "int8",
+    "fp64": "fp64",
+}
+_COUNTER_RE = re.compile(r"^sm__ops_path_tensor(?:_op_\w+?)?_src_(?P<src>[a-z0-9_]+?)(?:_dst_|_sparsity_|$)")
+_SIMT_RE = re.compile(r"sass_thread_inst_executed_op_(?:ffma|fmul|fadd)")
+
+#: torch trace "Input type" strings -> operand path class
+_TORCH_DTYPES: dict[str, str] = {
+    "c10::BFloat16": "bf16",
+    "BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "Half": "fp16",
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+    "c10::Float4_e2m1fn_x2": "fp4",
+    "signed char": "int8",
+    "c10::qint8": "int8",
+}
+#: framework ops whose input dtypes are the math dtypes
+_TRUSTED_OPS = re.compile(
+    r"^aten::(?:mm|addmm|bmm|baddbmm|matmul|linear|mv|addmv|_scaled_mm|_scaled_grouped_mm|"
+    r"_grouped_mm|scaled_dot_product_attention|_scaled_dot_product_\w+|_flash_attention_forward|"
+    r"_efficient_attention_forward)$"
+)
+_OP_FOR_ATEN = {"mv": "gemv", "addmv": "gemv", "_grouped_mm": "grouped_gemm",
+                "_scaled_grouped_mm": "grouped_gemm"}
+
+
+def path_from_counters(counters: Mapping[str, float]) -> tuple[str | None, str]:
+    """The tensor path with the most ops in ncu counters, or None with why not."""
+    totals: dict[str, float] = {}
+    seen_tensor = False
+    simt = 0.0
+    for metric, value in counters.items():
+        base = metric.split(".")[0]
+        found = _COUNTER_RE.match(base)
+        if found:
+            seen_tensor = True
+            path = _COUNTER_SRC.get(found.group("src"))
+            if path and value and value > 0:
+                totals[path] = totals.get(path, 0.0) + float(value)
+        elif _SIMT_RE.search(base) and value:
+            simt += float(value)
+    if totals:
+        best = max(totals, key=lambda p: totals[p])
+        if totals.get("fp4", 0) > 0 and best == "fp8" and totals["fp4"] >= 0.5 * totals["fp8"]:
+            best = "fp4"
+        return best, f"ncu counters: {totals[best]:.3g} tensor ops with {best} sources"
+    if seen_tensor and simt > 0:
+        return "fp32", "ncu counters: no tensor-core ops, FP32 SIMT instructions"
+    if seen_tensor:
+        return None, "ncu counters: no tensor-core ops"
+    return None, ""
+
+
+def path_from_op_dtypes(op_name: str | None, dtypes: tuple[str, ...]) -> tuple[str | None, str]:
+    """The path stated by a trusted framework op's input types, or None with why not."""
+    if op_name is not None and not _TRUSTED_OPS.match(op_name):
+        return None, f"op {op_name} is not a plain matmul/attention op; its input types are not trusted"
+    classes = {_TORCH_DTYPES[d] for d in dtypes if d in _TORCH_DTYPES}
+    if not classes:
+        return None, ""
+    for low in ("fp4", "fp8", "int8"):
+        if low in classes:
+            return low, f"{op_name or 'op'} input types {list(dtypes)}"
+    if len(classes) == 1:
+        return classes.pop(), f"{op_name or 'op'} input types {list(dtypes)}"
+    return None, f"{op_name or 'op'} has mixed input types {list(dtypes)}"
+
+
+def parse_arch(arch: str | None) -> tuple[str, Any] | None:
+    """``sm90``/``sm_90a``/``9.0``/``90`` -> ("nvidia", 90); ``gfx942`` -> ("amd", "gfx942")."""
+    if not arch:
+        return None
+    text = arch.strip().lower()
+    if text.startswith("gfx"):
+        return "amd", text.split(":")[0]
+    found = re.match(r"^(?:sm_?|compute_?)?(\d+)(?:\.(\d+))?[a-z]?$", text)
+    if not found:
+        return None
+    if found.group(2) is not None:
+        return "nvidia", int(found.group(1)) * 10 + int(found.group(2))
+    return "nvidia", int(found.group(1))
+
+
+def feasible(path: str, arch: str | None, ruleset: RuleSet) -> tuple[bool, str]:
+    """Whether GPU ``arch`` has MMA for ``path`` (per ``_paths.toml``), with the reason if not."""
+    parsed = parse_arch(arch)
+    spec = ruleset.feasibility.get(path)
+    if parsed is None or not spec:
+        return True, ""
+    vendor, value = parsed
+    if vendor == "nvidia" and "nvidia_min_sm" in spec and value < int(spec["nvidia_min_sm"]):
+        return False, f"{arch} has no {path} MMA (needs sm{spec['nvidia_min_sm']} or newer)"
+    if vendor == "amd" and "amd" in spec and value not in spec["amd"]:
+        return False, f"{arch} has no {path} MMA (only {', '.join(spec['amd'])})"
+    return True, ""
+
+
+def runs_on(requires: tuple[str, ...], arch: str | None) -> bool:
+    """Whether a kernel built for ``requires`` (e.g. sm100, sm103) can run on ``arch``."""
+    parsed = parse_arch(arch)
+    if not requires or parsed is None:
+        return True
+    wanted = {parse_arch(item) for item in requires}
+    return parsed in wanted
+
+
+def combine(
+    result: Classification,
+    match: Match | None,
+    evidence: NameEvidence | None,
+    arch: str | None,
+    ruleset: RuleSet,
+) -> Classification:
+    """Apply counters, op dtypes, log lines and feasibility to a name-only classification."""
+    if evidence is not None:
+        result = _apply_evidence(result, evidence)
+    if result.evidence == "counters":
+        return result  # measured on the GPU: nothing to check against
+    if match is not None and not runs_on(match.rule.requires_arch, arch):
+        return replace(
+            result, path="unknown", evidence="feasibility", confidence="low",
+            reason=(
+                f"{match.rule.id} kernels are built for {', '.join(match.rule.requires_arch)} "
+                f"and cannot run on {arch}: the name or the GPU is wrong (name said {result.path})"
+            ),
+        )
+    if result.path not in ("unknown", "weight_only"):
+        ok, why = feasible(result.path, arch, ruleset)
+        if not ok:
+            return replace(
+                result, path="unknown", evidence="feasibility", confidence="low",
+                reason=f"{result.evidence} says {result.path} but {why}: recorded, not guessed",
+            )
+    return result
+
+
+def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classification:
+    if evidence.counters:
+        path, why = path_from_counters(evidence.counters)
+        if path is not None:
+            consistent = result.path == path or (
+                result.path == "weight_only" and path in ("bf16", "fp16")
+            )
+            if consistent:
+                return replace(result, evidence="counters", confidence="high",
+                               reason=f"{why}; confirms the name ({result.reason})")
+            said = f"; the name said {result.path}" if result.path != "unknown" else ""
+            op = result.op if result.op in _MATH_OPS else "gemm"
+            return replace(result, path=path, op=op, evidence="counters", confidence="high",
+                           reason=why + said)
+        if why and result.path != "unknown":
+            result = replace(result, reason=f"{result.reason}; {why}")
+    if result.path != "unknown" or (result.rule is not None and result.op not in _MATH_OPS):
+        return result
+    if evidence.op_dtypes:
+        path, why = path_from_op_dtypes(evidence.op_name, evidence.op_dtypes)
+        if path is not None:
+            op = result.op
+            if result.rule is None and evidence.op_name:
+                short = evidence.op_name.removeprefix("aten::")
+                op = _OP_FOR_ATEN.get(short, "attention" if "attention" in short else "gemm")
+            return replace(result, path=path, op=op, evidence="op_dtypes", confidence="medium",
+                           reason=f"{why}; the name alone: {result.reason}")
+        if why:
+            result = replace(result, reason=f"{result.reason}; {why}")
+    if evidence.log_path and evidence.log_path != "unknown":
+        line = f": {evidence.log_line}" if evidence.log_line else ""
+        return replace(result, path=evidence.log_path, evidence="log", confidence="low",
+                       reason=f"engine log names this path{line}; the name alone: {result.reason}")
+    return result

@@ -1,0 +1,356 @@
+"""Load rule packs: ``rules/*.toml`` (one rule per file) and the ``_*.toml`` tables they use.
+
+Rules are data so that kernel-name knowledge can be reviewed, tested and extended without
+code. The loader is strict (unknown keys, bad regexes and words outside the vocabulary are
+errors naming the file and line) because a typo in a rule would otherwise silently turn
+every match into ``unknown``.
+
+Built-in rules come from the ``tracekit.rules`` package; user packs (``--rules DIR``, the
+``TRACEKIT_RULES`` environment variable, ``os.pathsep``-separated) are read after it, and a
+user rule with a built-in rule's id replaces it. Files starting with ``_`` are tables: only
+``_paths.toml`` and tables that a rule's ``decode`` names are read, so tables owned by other
+stages (``_gpus.toml``, ``_findings.toml`` …) are ignored here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from tracekit.classify.model import (
+    CONFIDENCE,
+    LABEL_KEYS,
+    OPS,
+    PATHS,
+    Example,
+    Rule,
+    RuleSet,
+    Table,
+)
+from tracekit.errors import RuleFileError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ENV_VAR = "TRACEKIT_RULES"
+VOCABULARY_FILE = "_paths.toml"
+
+_RULE_KEYS = (
+    "id",
+    "description",
+    "priority",
+    "confidence",
+    "references",
+    "patterns",
+    "exclude",
+    "keywords",
+    "decode",
+    "requires_arch",
+    "reason",
+    "example",
+    *LABEL_KEYS,
+)
+_EXAMPLE_KEYS = ("name", "match", "note", "arch", *LABEL_KEYS)
+_TABLE_KEYS = ("description", "references", "case_insensitive", "entries", "kind")
+_ENTRY_KEYS = (*LABEL_KEYS, "type", "note")
+_OPERAND_LABELS = ("weights", "activations", "accum")
+
+
+def builtin_dir() -> Path:
+    """The directory holding the built-in rules (the installed ``tracekit.rules`` package)."""
+    return Path(str(resources.files("tracekit.rules")))
+
+
+def env_dirs() -> list[Path]:
+    """Rule-pack directories named by ``TRACEKIT_RULES``."""
+    value = os.environ.get(ENV_VAR, "")
+    return [Path(part) for part in value.split(os.pathsep) if part.strip()]
+
+
+def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> RuleSet:
+    """Built-in rules, then ``extra_dirs``, then ``TRACEKIT_RULES`` dirs; later ids replace earlier.
+
+    Raises ``RuleFileError`` naming the file and line of the first problem found.
+    """
+    dirs = [builtin_dir(), *map(Path, extra_dirs)]
+    if use_env:
+        dirs.extend(env_dirs())
+    rule_files: dict[str, Path] = {}
+    table_files: dict[str, list[Path]] = {}
+    for directory in dirs:
+        if not directory.is_dir():
+            raise RuleFileError(f"{directory}: rule directory does not exist")
+        for path in sorted(directory.glob("*.toml")):
+            if path.name.startswith("_"):
+                table_files.setdefault(path.stem[1:], []).append(path)
+            else:
+                rule_files[path.stem] = path
+
+    vocab_paths = table_files.get(VOCABULARY_FILE[1:-5], [])
+    if not vocab_paths:
+        raise RuleFileError(f"{VOCABULARY_FILE}: vocabulary file not found in {dirs[0]}")
+    operand_types, feasibility = _load_vocabulary(vocab_paths)
+
+    rules = [_load_rule(path, operand_types) for path in rule_files.values()]
+    wanted = {table for rule in rules for _, table, _ in rule.decode}
+    tables: dict[str, Table] = {}
+    for name in sorted(wanted):
+        if name not in table_files:
+            user = next(r for r in rules if any(t == name for _, t, _ in r.decode))
+            raise RuleFileError(
+                f"{user.source}: decode names table '{name}' but no file _{name}.toml exists",
+                hint=_suggest(name, table_files),
+            )
+        tables[name] = _load_table(name, table_files[name], operand_types)
+    rules.sort(key=lambda r: (-r.priority, r.id))
+    return RuleSet(
+        rules=tuple(rules),
+        tables=tables,
+        operand_types=operand_types,
+        feasibility=feasibility,
+        sources=tuple(dirs),
+    )
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RuleFileError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleFileError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    """First line (1-based) of ``text`` containing ``needle``: where an error points to."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    return None
+
+
+def _where(path: Path, text: str, needle: str) -> str:
+    line = _line_of(text, needle)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _suggest(word: str, choices: Any) -> str | None:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def _check_keys(path: Path, text: str, data: Mapping[str, Any], allowed: Sequence[str], ctx: str) -> None:
+    for key in data:
+        if key not in allowed:
+            raise RuleFileError(
+                f"{_where(path, text, key)}: {ctx}{key} is not a known key",
+                hint=_suggest(key, allowed),
+            )
+
+
+def _load_vocabulary(paths: list[Path]) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Read ``_paths.toml``: checks it lists exactly the public path words.
+
+    Returns the operand types (word -> the path class it computes in) and, per path, which
+    GPUs can run it (``nvidia_min_sm``, ``amd``): the feasibility check of evidence.py.
+    """
+    operand_types: dict[str, str] = {}
+    feasibility: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        data, text = _read(path)
+        listed = data.get("paths", {})
+        if path == paths[0] and set(listed) != set(PATHS):
+            missing = sorted(set(PATHS) - set(listed))
+            extra = sorted(set(listed) - set(PATHS))
+            raise RuleFileError(
+                f"{path}: [paths] must list exactly the public path words "
+                f"(missing {missing}, unexpected {extra})"
+            )
+        for word, klass in data.get("operand_types", {}).items():
+            if klass not in PATHS:
+                raise RuleFileError(
+                    f"{_where(path, text, word)}: operand type '{word}' has class '{klass}', "
+                    "which is not a path word",
+                    hint=_suggest(str(klass), PATHS),
+                )
+            operand_types[word] = klass
+        for word, spec in listed.items():
+            if isinstance(spec, dict) and ("nvidia_min_sm" in spec or "amd" in spec):
+                feasibility[word] = {k: spec[k] for k in ("nvidia_min_sm", "amd") if k in spec}
+    return operand_types, feasibility
+
+
+def _check_labels(
+    path: Path, text: str, labels: Mapping[str, Any], operand_types: Mapping[str, str], ctx: str
+) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key in LABEL_KEYS:
+        if key not in labels:
+            continue
+        value = labels[key]
+        if not isinstance(value, str):
+            raise RuleFileError(f"{_where(path, text, key)}: {ctx}{key} must be a string")
+        if key == "op" and value not in OPS:
+            raise RuleFileError(
+                f"{_where(path, text, value)}: {ctx}op '{value}' is not one of {', '.join(OPS)}",
+                hint=_suggest(value, OPS),
+            )
+        if key == "path" and value not in PATHS:
+            raise RuleFileError(
+                f"{_where(path, text, value)}: {ctx}path '{value}' is not in {VOCABULARY_FILE}",
+                hint=_suggest(value, PATHS),
+            )
+        if key in ("weights", "activations", "accum") and value not in operand_types:
+            raise RuleFileError(
+                f"{_where(path, text, value)}: {ctx}{key} '{value}' is not an operand type "
+                f"of {VOCABULARY_FILE}",
+                hint=_suggest(value, operand_types),
+            )
+        out[key] = value
+    return out
+
+
+def _regexes(path: Path, text: str, data: Mapping[str, Any], key: str) -> tuple[re.Pattern[str], ...]:
+    raw = data.get(key, [])
+    if isinstance(raw, str):
+        raw = [raw]
+    compiled = []
+    for index, pattern in enumerate(raw):
+        if not isinstance(pattern, str):
+            raise RuleFileError(f"{_where(path, text, key)}: {key}[{index}] must be a string")
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise RuleFileError(
+                f"{_where(path, text, pattern)}: {key}[{index}]: bad regex: {exc}"
+            ) from exc
+    return tuple(compiled)
+
+
+def _strings(path: Path, text: str, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    raw = data.get(key, [])
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise RuleFileError(f"{_where(path, text, key)}: {key} must be a list of strings")
+    return tuple(raw)
+
+
+def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
+    data, text = _read(path)
+    _check_keys(path, text, data, _RULE_KEYS, "")
+    rule_id = data.get("id")
+    if rule_id != path.stem:
+        raise RuleFileError(
+            f"{_where(path, text, 'id')}: id '{rule_id}' must equal the file name '{path.stem}'"
+        )
+    for key in ("description", "patterns"):
+        if not data.get(key):
+            raise RuleFileError(f"{path}: missing required key '{key}'")
+    confidence = data.get("confidence", "high")
+    if confidence not in CONFIDENCE:
+        raise RuleFileError(
+            f"{_where(path, text, 'confidence')}: confidence '{confidence}' is not one of "
+            f"{', '.join(CONFIDENCE)}"
+        )
+    priority = data.get("priority", 50)
+    if not isinstance(priority, int):
+        raise RuleFileError(f"{_where(path, text, 'priority')}: priority must be an integer")
+    patterns = _regexes(path, text, data, "patterns")
+    labels = _check_labels(path, text, data, operand_types, "")
+    if "op" not in labels:
+        raise RuleFileError(f"{path}: missing required key 'op'")
+    decode_raw = data.get("decode", {})
+    if not isinstance(decode_raw, dict):
+        raise RuleFileError(f"{_where(path, text, 'decode')}: [decode] must be a table")
+    groups = {g for p in patterns for g in p.groupindex}
+    decode: list[tuple[str, str, str | None]] = []
+    for group, spec in decode_raw.items():
+        if group not in groups:
+            raise RuleFileError(
+                f"{_where(path, text, group)}: decode group '{group}' is not a named group "
+                "of any pattern",
+                hint=_suggest(group, groups),
+            )
+        # "group = 'table'" merges the entry's labels; "group = {table='t', as='weights'}"
+        # puts the entry's ``type`` into that operand label (one table serves A and B).
+        target = None
+        if isinstance(spec, dict):
+            target = spec.get("as")
+            if target not in _OPERAND_LABELS:
+                raise RuleFileError(
+                    f"{_where(path, text, group)}: decode.{group}.as must be one of "
+                    f"{', '.join(_OPERAND_LABELS)}"
+                )
+            spec = spec.get("table", "")
+        decode.append((group, str(spec).lstrip("_").removesuffix(".toml"), target))
+    examples = []
+    for index, raw in enumerate(data.get("example", [])):
+        _check_keys(path, text, raw, _EXAMPLE_KEYS, f"example[{index}].")
+        if not isinstance(raw.get("name"), str):
+            raise RuleFileError(f"{path}: example[{index}] needs a string 'name'")
+        expect = _check_labels(path, text, raw, operand_types, f"example[{index}].")
+        examples.append(
+            Example(
+                name=raw["name"],
+                matches=bool(raw.get("match", True)),
+                expect=expect,
+                note=raw.get("note"),
+                arch=raw.get("arch"),
+            )
+        )
+    return Rule(
+        id=rule_id,
+        source=str(path),
+        description=" ".join(str(data["description"]).split()),
+        priority=priority,
+        confidence=confidence,
+        references=_strings(path, text, data, "references"),
+        patterns=patterns,
+        exclude=_regexes(path, text, data, "exclude"),
+        keywords=_strings(path, text, data, "keywords"),
+        labels=labels,
+        decode=tuple(decode),
+        requires_arch=_strings(path, text, data, "requires_arch"),
+        reason=data.get("reason"),
+        examples=tuple(examples),
+    )
+
+
+def _load_table(name: str, paths: list[Path], operand_types: Mapping[str, str]) -> Table:
+    """Read a table; a later file of the same name (a user pack) adds or replaces entries."""
+    entries: dict[str, dict[str, str]] = {}
+    case_insensitive = False
+    for path in paths:
+        data, text = _read(path)
+        _check_keys(path, text, data, _TABLE_KEYS, "")
+        case_insensitive = bool(data.get("case_insensitive", case_insensitive))
+        raw_entries = data.get("entries")
+        if not isinstance(raw_entries, dict):
+            raise RuleFileError(f"{path}: a table needs an [entries] table")
+        for key, value in raw_entries.items():
+            if not isinstance(value, dict):
+                raise RuleFileError(f"{_where(path, text, key)}: entry '{key}' must be a table")
+            _check_keys(path, text, value, _ENTRY_KEYS, f"entries.{key}.")
+            labels = _check_labels(path, text, value, operand_types, f"entries.{key}.")
+            if "type" in value:
+                if value["type"] not in operand_types:
+                    raise RuleFileError(
+                        f"{_where(path, text, key)}: entries.{key}.type '{value['type']}' is not "
+                        f"an operand type of {VOCABULARY_FILE}",
+                        hint=_suggest(str(value["type"]), operand_types),
+                    )
+                labels["type"] = value["type"]
+            entries[key.lower() if case_insensitive else key] = labels
+    return Table(name=name, source=str(paths[-1]), entries=entries, case_insensitive=case_insensitive)

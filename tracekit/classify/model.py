@@ -1,0 +1,171 @@
+"""Value types of the classifier: what a rule is, what evidence a name comes with, what we answer.
+
+All frozen dataclasses: a loaded rule set is shared by every call and must not change under it,
+and a ``Classification`` is stored and compared (tests, re-classification diffs) as a value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+#: what a kernel does (DESIGN.md vocabulary; public contract)
+OPS: tuple[str, ...] = (
+    "gemm",
+    "grouped_gemm",
+    "gemv",
+    "attention",
+    "quantize",
+    "dequantize",
+    "comm",
+    "memory",
+    "other",
+)
+
+#: what the math unit multiplies (DESIGN.md vocabulary; public contract). rules/_paths.toml
+#: documents each word and must list exactly these.
+PATHS: tuple[str, ...] = (
+    "fp4",
+    "fp8",
+    "int8",
+    "weight_only",
+    "bf16",
+    "fp16",
+    "tf32",
+    "fp32",
+    "fp64",
+    "unknown",
+)
+
+#: which source decided a classification, strongest first (DESIGN.md precedence)
+EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "log", "feasibility", "none")
+CONFIDENCE: tuple[str, ...] = ("high", "medium", "low")
+
+#: label keys a rule or a table entry may set
+LABEL_KEYS: tuple[str, ...] = ("op", "path", "weights", "activations", "accum", "library")
+
+
+@dataclass(frozen=True)
+class Classification:
+    """What one kernel name computes and which evidence said so.
+
+    ``reason`` is always filled when ``path`` is ``unknown`` (why the evidence does not decide)
+    and otherwise says what in the evidence decided it.
+    """
+
+    name: str
+    op: str
+    path: str
+    weights: str | None
+    activations: str | None
+    accum: str | None
+    library: str | None
+    rule: str | None
+    evidence: str
+    confidence: str
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``tracekit classify --format jsonl`` (key order is stable)."""
+        return {
+            "name": self.name,
+            "op": self.op,
+            "path": self.path,
+            "weights": self.weights,
+            "activations": self.activations,
+            "accum": self.accum,
+            "library": self.library,
+            "rule": self.rule,
+            "confidence": self.confidence,
+            "evidence": self.evidence,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class NameEvidence:
+    """Evidence about one kernel name from sources other than the name itself.
+
+    - ``op_name`` / ``op_dtypes``: the framework op that launched the kernel (torch trace
+      ``cpu_op``) and its input types as the trace prints them (``c10::BFloat16``, ``float``…).
+    - ``counters``: Nsight Compute metric name -> value for one launch of the kernel.
+    - ``log_path`` / ``log_line``: a datatype path an engine log line states for this kernel
+      (for example ``Using MarlinNvFp4 for NVFP4 GEMM`` -> ``weight_only``) and the line.
+    """
+
+    op_name: str | None = None
+    op_dtypes: tuple[str, ...] = ()
+    counters: Mapping[str, float] = field(default_factory=dict)
+    log_path: str | None = None
+    log_line: str | None = None
+
+
+@dataclass(frozen=True)
+class Example:
+    """A rule example: a real name that must match (with expected labels) or must not match."""
+
+    name: str
+    matches: bool
+    expect: Mapping[str, str | None]
+    note: str | None
+    arch: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A lookup table (``rules/_<name>.toml``): captured token -> labels."""
+
+    name: str
+    source: str
+    entries: Mapping[str, Mapping[str, str]]
+    case_insensitive: bool = False
+
+    def lookup(self, key: str) -> Mapping[str, str] | None:
+        if self.case_insensitive:
+            key = key.lower()
+        return self.entries.get(key)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One classification rule, loaded from ``rules/<id>.toml``.
+
+    A rule matches when any ``patterns`` regex is found in the name (``re.search``), none of
+    ``exclude`` is, and (when ``keywords`` are given) one keyword occurs in the name — the cheap
+    prefilter that keeps 10^4 names well under a second. Labels come from the rule's fixed
+    fields, then from ``decode``: named capture groups looked up in tables, in order.
+    """
+
+    id: str
+    source: str
+    description: str
+    priority: int
+    confidence: str
+    references: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    keywords: tuple[str, ...]
+    labels: Mapping[str, str]
+    decode: tuple[tuple[str, str, str | None], ...]
+    requires_arch: tuple[str, ...]
+    reason: str | None
+    examples: tuple[Example, ...]
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Every loaded rule (highest priority first) plus the tables and vocabulary they use."""
+
+    rules: tuple[Rule, ...]
+    tables: Mapping[str, Table]
+    operand_types: Mapping[str, str]
+    feasibility: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    sources: tuple[Path, ...] = ()
+
+    def get(self, rule_id: str) -> Rule | None:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        return None

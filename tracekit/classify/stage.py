@@ -1,0 +1,132 @@
+"""The classify stage: classify every unique kernel name of a run and store the answers.
+
+Works per unique name (``kernel_names``), never per kernel record, and writes with one bulk
+insert. Evidence other than the name is gathered with set-based queries: the GPU
+architecture (``devices.arch``), the input types of the framework op that launched each name
+(``cpu_ops`` joined through ``kernels.external_id``) and Nsight Compute counters
+(``kernel_metrics``, summed per metric over launches). Re-running the stage replaces the run's
+classifications, so new rules re-classify an old run without re-ingesting it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from tracekit.classify import classify_name, classify_names
+from tracekit.classify.model import NameEvidence, RuleSet
+from tracekit.store.schema import Classification as ClassificationRow
+from tracekit.store.schema import CpuOp, Device, Kernel, KernelMetric, KernelName
+
+
+def _run_arch(connection: Connection, run_id: int) -> str | None:
+    """The run's GPU architecture when all its devices agree (mixed GPUs: no feasibility check)."""
+    archs = {
+        row[0]
+        for row in connection.execute(
+            sa.select(Device.arch).where(Device.run_id == run_id, Device.arch.is_not(None)).distinct()
+        )
+    }
+    return archs.pop() if len(archs) == 1 else None
+
+
+def _op_dtypes(connection: Connection, run_id: int) -> dict[int, tuple[str, tuple[str, ...]]]:
+    """name_id -> (op name, input types) when every launch of the name comes from one op signature."""
+    query = (
+        sa.select(Kernel.name_id, CpuOp.name, CpuOp.input_types)
+        .join(CpuOp, sa.and_(CpuOp.run_id == Kernel.run_id, CpuOp.external_id == Kernel.external_id))
+        .where(Kernel.run_id == run_id, Kernel.external_id.is_not(None), CpuOp.input_types.is_not(None))
+        .distinct()
+    )
+    seen: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    for name_id, op_name, input_types in connection.execute(query):
+        seen[name_id].add((op_name, input_types))
+    out: dict[int, tuple[str, tuple[str, ...]]] = {}
+    for name_id, signatures in seen.items():
+        if len(signatures) == 1:
+            op_name, raw = next(iter(signatures))
+            out[name_id] = (op_name, _parse_types(raw))
+    return out
+
+
+def _parse_types(raw: str) -> tuple[str, ...]:
+    """``['c10::BFloat16', 'c10::BFloat16', '']`` (JSON or Python repr) -> tuple of non-empty types."""
+    import json
+
+    text = raw.strip()
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = [part.strip().strip("'\"") for part in text.strip("[]").split(",")]
+    if isinstance(values, str):
+        values = [values]
+    return tuple(str(v) for v in values if v)
+
+
+def _counters(connection: Connection, run_id: int) -> dict[int, dict[str, float]]:
+    """name_id -> {metric: summed value} from Nsight Compute rows."""
+    query = (
+        sa.select(KernelMetric.name_id, KernelMetric.metric, sa.func.sum(KernelMetric.value))
+        .where(KernelMetric.run_id == run_id, KernelMetric.value.is_not(None))
+        .group_by(KernelMetric.name_id, KernelMetric.metric)
+    )
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for name_id, metric, value in connection.execute(query):
+        out[name_id][metric] = float(value)
+    return out
+
+
+def classify_run(
+    connection: Connection, run_id: int, ruleset: RuleSet, *, arch: str | None = None
+) -> int:
+    """Classify the run's unique kernel names and replace its ``classifications``; returns rows written.
+
+    ``arch`` overrides the architecture recorded in ``devices``.
+    """
+    names = connection.execute(
+        sa.select(KernelName.id, KernelName.name, KernelName.mangled_name).where(
+            KernelName.run_id == run_id
+        )
+    ).all()
+    arch = arch or _run_arch(connection, run_id)
+    dtypes = _op_dtypes(connection, run_id)
+    counters = _counters(connection, run_id)
+
+    # Names without extra evidence are classified together (once per distinct text); the few
+    # with op dtypes or counters one by one, since their evidence is per name row.
+    texts = [name or mangled or "" for _, name, mangled in names]
+    results = classify_names(texts, ruleset, arch=arch)
+    for index, (name_id, _, _) in enumerate(names):
+        op = dtypes.get(name_id)
+        metrics = counters.get(name_id)
+        if op or metrics:
+            evidence = NameEvidence(
+                op_name=op[0] if op else None,
+                op_dtypes=op[1] if op else (),
+                counters=metrics or {},
+            )
+            results[index] = classify_name(texts[index], ruleset, arch=arch, evidence=evidence)
+    rows = [
+        {
+            "run_id": run_id,
+            "name_id": name_id,
+            "op": r.op,
+            "path": r.path,
+            "weights": r.weights,
+            "activations": r.activations,
+            "accum": r.accum,
+            "library": r.library,
+            "rule": r.rule,
+            "evidence": r.evidence,
+            "confidence": r.confidence,
+            "reason": r.reason,
+        }
+        for (name_id, _, _), r in zip(names, results)
+    ]
+    table = ClassificationRow.__table__
+    connection.execute(sa.delete(table).where(table.c.run_id == run_id))
+    if rows:
+        connection.execute(sa.insert(table), rows)
+    return len(rows)
