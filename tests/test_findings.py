@@ -462,6 +462,9 @@ def test_kv_cache_declared_fp8_but_attention_reads_bf16(store: Store) -> None:
     assert finding.severity == "warning" and "FP8 KV cache" in finding.message
     fp8_kv = make_run(store, kernels + [K(FLASH_FP8, "attention", "fp8", "flashinfer", "bf16", "fp8", ns={"decode": 500})])
     assert "kv-cache-16bit" not in rules_of(judge(store, fp8_kv, MODELOPT_NVFP4)[0])
+    # a classifier that calls FP8-KV attention "bf16" (16-bit math): the name still shows fp8 KV
+    named = make_run(store, kernels + [K(FLASH_FP8, "attention", "bf16", "flashinfer", ns={"decode": 500})])
+    assert "kv-cache-16bit" not in rules_of(judge(store, named, MODELOPT_NVFP4)[0])
     # no KV declaration: nothing to compare
     assert "kv-cache-16bit" not in rules_of(judge(store, bf16_kv, W4A4)[0])
 

@@ -68,6 +68,7 @@ class AttentionTime:
     weights: str | None = None
     activations: str | None = None
     example: str | None = None
+    quantized_name: bool = False  # a kernel name in the group carries fp8/e4m3/fp4… (quantized KV)
 
 
 @dataclass(frozen=True)
@@ -419,10 +420,10 @@ def _arch_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
 
 
 def _is_quantized_kv(row: AttentionTime) -> bool:
-    """Whether an attention group reads a quantized KV cache: its path or operand types say so,
-    or (path not 16-bit) its kernel name carries an 8/4-bit type."""
+    """Whether an attention group reads a quantized KV cache: its path, operand types or kernel
+    names say so (a 16-bit path with an fp8 name is FP8 KV dequantized into 16-bit math)."""
     typed = f"{row.weights or ''} {row.activations or ''}".lower()
-    if row.path in QUANTIZED_PATHS or any(word in typed for word in _QUANT_WORDS):
+    if row.path in QUANTIZED_PATHS or row.quantized_name or any(word in typed for word in _QUANT_WORDS):
         return True
     if row.path in SIXTEEN_BIT_PATHS:
         return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, and_, case, delete, func, select, update
+from sqlalchemy import Connection, and_, case, delete, func, or_, select, update
 
 from tracekit.expect.checkpoint import Declaration
 from tracekit.expect.gpu import arch_from_capability, arch_from_gpu_name, known_archs
@@ -37,6 +37,9 @@ from tracekit.store.schema import Kernel as KernelRow
 
 GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 _RANGE_KINDS = ("push_pop", "start_end", "mark")
+# Type words that, in an attention kernel's name, mean it reads a quantized KV cache
+# (FlashInfer BatchDecode…<__nv_fp8_e4m3, …>, FlashAttention-3 float_e4m3_t, TRT-LLM XQA fp8).
+_KV_NAME_WORDS = ("fp8", "e4m3", "e5m2", "fp4", "e2m1", "int8")
 
 
 def evaluate_run(
@@ -150,19 +153,25 @@ def _gemm_time(connection: Connection, run_id: int) -> tuple[PathTime, ...]:
 
 
 def _attention_time(connection: Connection, run_id: int) -> tuple[AttentionTime, ...]:
+    """Attention time by (path, operand types, whether the name carries an 8/4-bit KV type)."""
+    lowered = func.lower(KernelName.name)
+    quantized_name = case(
+        (or_(*(lowered.like(f"%{word}%") for word in _KV_NAME_WORDS)), 1), else_=0
+    ).label("quantized_name")
     query = (
-        select(Classification.path, Classification.weights, Classification.activations,
+        select(Classification.path, Classification.weights, Classification.activations, quantized_name,
                func.min(KernelName.name).label("example"), _duration().label("ns"))
         .select_from(KernelRow)
         .join(Classification, and_(Classification.run_id == KernelRow.run_id,
                                    Classification.name_id == KernelRow.name_id))
         .join(KernelName, KernelName.id == KernelRow.name_id)
         .where(KernelRow.run_id == run_id, Classification.op == "attention")
-        .group_by(Classification.path, Classification.weights, Classification.activations)
+        .group_by(Classification.path, Classification.weights, Classification.activations, quantized_name)
     )
     return tuple(
         AttentionTime(path=row.path, ns=int(row.ns or 0), weights=row.weights,
-                      activations=row.activations, example=row.example)
+                      activations=row.activations, example=row.example,
+                      quantized_name=bool(row.quantized_name))
         for row in connection.execute(query)
     )
 
@@ -179,7 +188,8 @@ def _kernel_times(connection: Connection, run_id: int, device_archs: dict[int, s
         .outerjoin(Classification, and_(Classification.run_id == KernelRow.run_id,
                                         Classification.name_id == KernelRow.name_id))
         .where(KernelRow.run_id == run_id)
-        .group_by(KernelName.name, KernelRow.device, phase, Classification.path, is_gemm)
+        .group_by(KernelRow.name_id, KernelName.name, KernelRow.device, phase, Classification.path,
+                  is_gemm)
     )
     return tuple(
         KernelTime(name=row.name, ns=int(row.ns or 0),
@@ -209,7 +219,7 @@ def _devices(connection: Connection, run_id: int) -> tuple[dict[int, str], str |
 
 def _device_arch(arch: str | None, major: int | None, minor: int | None, name: str | None) -> str | None:
     if arch:
-        normalized = arch.lower().replace("_", "")
+        normalized = arch.lower().split(":")[0].replace("_", "")  # "gfx942:sramecc+:xnack-"
         if normalized in known_archs():
             return normalized
     from_name = arch_from_gpu_name(name) if name else None
