@@ -26,7 +26,18 @@ from tracekit.expect.gpu import (
 from tracekit.expect.logs import match_line, scan_log
 
 CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
-VOCABULARY = {"fp4", "fp8", "int8", "weight_only", "bf16", "fp16", "tf32", "fp32", "fp64", "unknown"}
+VOCABULARY = {
+    "fp4",
+    "fp8",
+    "int8",
+    "weight_only",
+    "bf16",
+    "fp16",
+    "tf32",
+    "fp32",
+    "fp64",
+    "unknown",
+}
 
 # file → (expected path, label, format contains, kv cache)
 DECLARED = {
@@ -62,8 +73,10 @@ def test_every_checkpoint_format_parses(relative: str) -> None:
     assert declaration.label == label
     assert fmt in declaration.format
     assert declaration.kv_cache == kv
-    assert declaration.source and Path(declaration.source).name in relative or relative.startswith(
-        "modelopt-nvfp4"
+    assert (
+        declaration.source
+        and Path(declaration.source).name in relative
+        or relative.startswith("modelopt-nvfp4")
     )
     assert declaration.paths <= VOCABULARY
 
@@ -137,10 +150,14 @@ def write_gguf(path: Path, file_type: int | None, *, version: int = 3) -> Path:
         _gguf_string("tokenizer.ggml.tokens")
         + struct.pack("<IIQ", 9, 8, 3)
         + b"".join(_gguf_string(t) for t in ("<s>", "</s>", "hello")),
-        _gguf_string("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 3) + struct.pack("<3f", 0, 0, 0),
+        _gguf_string("tokenizer.ggml.scores")
+        + struct.pack("<IIQ", 9, 6, 3)
+        + struct.pack("<3f", 0, 0, 0),
     ]
     if file_type is not None:
-        kvs.append(_gguf_string("general.file_type") + struct.pack("<I", 4) + struct.pack("<I", file_type))
+        kvs.append(
+            _gguf_string("general.file_type") + struct.pack("<I", 4) + struct.pack("<I", file_type)
+        )
     header = b"GGUF" + struct.pack("<I", version) + struct.pack("<QQ", 0, len(kvs))
     path.write_bytes(header + b"".join(kvs))
     return path
@@ -148,7 +165,13 @@ def write_gguf(path: Path, file_type: int | None, *, version: int = 3) -> Path:
 
 @pytest.mark.parametrize(
     ("file_type", "path", "name"),
-    [(15, "int8", "Q4_K_M"), (7, "int8", "Q8_0"), (1, "fp16", "F16"), (32, "bf16", "BF16"), (39, "int8", "NVFP4")],
+    [
+        (15, "int8", "Q4_K_M"),
+        (7, "int8", "Q8_0"),
+        (1, "fp16", "F16"),
+        (32, "bf16", "BF16"),
+        (39, "int8", "NVFP4"),
+    ],
 )
 def test_gguf_file_types(tmp_path: Path, file_type: int, path: str, name: str) -> None:
     declaration = read_declaration(write_gguf(tmp_path / "m.gguf", file_type))
@@ -164,7 +187,9 @@ def test_gguf_mxfp4_allows_native_fp4_and_directory_lookup(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("file_type", [None, 999])
-def test_gguf_without_known_file_type_is_a_config_error(tmp_path: Path, file_type: int | None) -> None:
+def test_gguf_without_known_file_type_is_a_config_error(
+    tmp_path: Path, file_type: int | None
+) -> None:
     path = write_gguf(tmp_path / "m.gguf", file_type)
     with pytest.raises(ConfigError, match="m.gguf"):
         read_declaration(path)
@@ -219,7 +244,13 @@ def test_unknown_modelopt_algo_names_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("word", "path"),
-    [("fp4", "fp4"), ("FP8", "fp8"), ("weight-only", "weight_only"), ("weight_only", "weight_only"), ("bf16", "bf16")],
+    [
+        ("fp4", "fp4"),
+        ("FP8", "fp8"),
+        ("weight-only", "weight_only"),
+        ("weight_only", "weight_only"),
+        ("bf16", "bf16"),
+    ],
 )
 def test_expect_words(word: str, path: str) -> None:
     declaration = declaration_from_word(word)
@@ -237,8 +268,18 @@ def test_expect_rejects_non_path_words() -> None:
 
 @pytest.mark.parametrize(
     ("major", "minor", "arch"),
-    [(7, 0, "sm70"), (7, 5, "sm75"), (8, 0, "sm80"), (8, 6, "sm86"), (8, 9, "sm89"), (9, 0, "sm90"),
-     (10, 0, "sm100"), (10, 3, "sm103"), (12, 0, "sm120"), (12, 1, "sm121")],
+    [
+        (7, 0, "sm70"),
+        (7, 5, "sm75"),
+        (8, 0, "sm80"),
+        (8, 6, "sm86"),
+        (8, 9, "sm89"),
+        (9, 0, "sm90"),
+        (10, 0, "sm100"),
+        (10, 3, "sm103"),
+        (12, 0, "sm120"),
+        (12, 1, "sm121"),
+    ],
 )
 def test_arch_from_capability(major: int, minor: int, arch: str) -> None:
     assert arch_from_capability(major, minor) == arch
@@ -306,7 +347,14 @@ def test_capability_table_cites_every_arch() -> None:
 
 @pytest.mark.parametrize(
     ("value", "arch"),
-    [("sm90", "sm90"), ("sm_120a", "sm120"), ("12.0", "sm120"), ("gfx942", "gfx942"), ("RTX 5090", "sm120"), ("H100", "sm90")],
+    [
+        ("sm90", "sm90"),
+        ("sm_120a", "sm120"),
+        ("12.0", "sm120"),
+        ("gfx942", "gfx942"),
+        ("RTX 5090", "sm120"),
+        ("H100", "sm90"),
+    ],
 )
 def test_parse_gpu(value: str, arch: str) -> None:
     assert parse_gpu(value).arch == arch
@@ -330,7 +378,11 @@ def test_kernel_arch_examples_from_the_table() -> None:
     [
         ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "sm90", True),
         ("nvjet_sm100_tst_128x256_64x4_2x1_v_bz_TNT", "sm90", False),  # newer than the device
-        ("sm89_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n", "sm120", True),  # cuBLAS runs sm89 kernels on sm120
+        (
+            "sm89_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n",
+            "sm120",
+            True,
+        ),  # cuBLAS runs sm89 kernels on sm120
         ("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8", "sm120", True),
         ("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8", "sm75", False),
         ("vllm::enable_sm120_only<Gemm>", "sm121", False),  # vllm#30163
@@ -370,16 +422,48 @@ def test_every_log_pattern_example_matches_its_pattern() -> None:
 @pytest.mark.parametrize(
     ("line", "kernel", "path"),
     [
-        ("INFO Using FlashInferCuteDslNvFp4W4A16LinearKernel for NVFP4 GEMM", "FlashInferCuteDslNvFp4W4A16LinearKernel", "weight_only"),
+        (
+            "INFO Using FlashInferCuteDslNvFp4W4A16LinearKernel for NVFP4 GEMM",
+            "FlashInferCuteDslNvFp4W4A16LinearKernel",
+            "weight_only",
+        ),
         ("INFO Using CutlassNvFp4LinearKernel for NVFP4 GEMM", "CutlassNvFp4LinearKernel", "fp4"),
-        ("INFO Using MarlinNvFp4LinearKernel for NVFP4 GEMM", "MarlinNvFp4LinearKernel", "weight_only"),
-        ("INFO Selected CutlassFP8ScaledMMLinearKernel for ModelOptFp8LinearMethod", "CutlassFP8ScaledMMLinearKernel", "fp8"),
-        ("INFO Selected MarlinFP8ScaledMMLinearKernel for Fp8LinearMethod", "MarlinFP8ScaledMMLinearKernel", "weight_only"),
-        ("INFO Using 'FLASHINFER_CUTLASS' NvFp4 MoE backend out of potential backends: ['MARLIN']", "FLASHINFER_CUTLASS", "fp4"),
-        ("INFO Using 'MARLIN' NvFp4 MoE backend out of potential backends: []", "MARLIN", "weight_only"),
+        (
+            "INFO Using MarlinNvFp4LinearKernel for NVFP4 GEMM",
+            "MarlinNvFp4LinearKernel",
+            "weight_only",
+        ),
+        (
+            "INFO Selected CutlassFP8ScaledMMLinearKernel for ModelOptFp8LinearMethod",
+            "CutlassFP8ScaledMMLinearKernel",
+            "fp8",
+        ),
+        (
+            "INFO Selected MarlinFP8ScaledMMLinearKernel for Fp8LinearMethod",
+            "MarlinFP8ScaledMMLinearKernel",
+            "weight_only",
+        ),
+        (
+            "INFO Using 'FLASHINFER_CUTLASS' NvFp4 MoE backend out of potential backends: ['MARLIN']",  # noqa: E501
+            "FLASHINFER_CUTLASS",
+            "fp4",
+        ),
+        (
+            "INFO Using 'MARLIN' NvFp4 MoE backend out of potential backends: []",
+            "MARLIN",
+            "weight_only",
+        ),
         ("INFO Using 'TRITON' Mxfp4 MoE backend.", "TRITON", "weight_only"),
-        ("INFO Using 'FLASHINFER_TRTLLM_MXFP4_MXFP8' Mxfp4 MoE backend.", "FLASHINFER_TRTLLM_MXFP4_MXFP8", "fp8"),
-        ("INFO Using 'FLASHINFER_TRTLLM_MXFP4_BF16' Mxfp4 MoE backend.", "FLASHINFER_TRTLLM_MXFP4_BF16", "weight_only"),
+        (
+            "INFO Using 'FLASHINFER_TRTLLM_MXFP4_MXFP8' Mxfp4 MoE backend.",
+            "FLASHINFER_TRTLLM_MXFP4_MXFP8",
+            "fp8",
+        ),
+        (
+            "INFO Using 'FLASHINFER_TRTLLM_MXFP4_BF16' Mxfp4 MoE backend.",
+            "FLASHINFER_TRTLLM_MXFP4_BF16",
+            "weight_only",
+        ),
     ],
 )
 def test_log_kernel_lines(line: str, kernel: str, path: str) -> None:
@@ -408,7 +492,11 @@ def test_scan_log_strips_colours_counts_repeats_and_reads_devices(tmp_path: Path
         encoding="latin-1",
     )
     evidence = scan_log(log)
-    assert [e.rule for e in evidence] == ["vllm-marlin-fp4-warning", "llamacpp-device", "vllm-linear-kernel"]
+    assert [e.rule for e in evidence] == [
+        "vllm-marlin-fp4-warning",
+        "llamacpp-device",
+        "vllm-linear-kernel",
+    ]
     marlin = evidence[0]
     assert marlin.line_no == 2 and marlin.count == 2 and "\x1b" not in marlin.text
     assert marlin.kind == "fallback-warning" and marlin.path == "weight_only"
@@ -446,7 +534,12 @@ def test_load_expectations_reads_everything(tmp_path: Path) -> None:
 
 def test_load_expectations_turns_problems_into_warnings(tmp_path: Path) -> None:
     result = load_expectations(
-        _Options(model=CHECKPOINTS / "broken.json", expect="nvfp4", gpu="toaster", logs=(tmp_path / "x.log",))
+        _Options(
+            model=CHECKPOINTS / "broken.json",
+            expect="nvfp4",
+            gpu="toaster",
+            logs=(tmp_path / "x.log",),
+        )
     )
     assert result.declaration is None and result.gpu_arch is None
     assert len(result.warnings) == 4
@@ -454,6 +547,8 @@ def test_load_expectations_turns_problems_into_warnings(tmp_path: Path) -> None:
 
 
 def test_expect_word_overrides_model() -> None:
-    result = load_expectations(_Options(model=CHECKPOINTS / "ct-nvfp4a16.config.json", expect="fp4"))
+    result = load_expectations(
+        _Options(model=CHECKPOINTS / "ct-nvfp4a16.config.json", expect="fp4")
+    )
     assert result.declaration is not None and result.declaration.path == "fp4"
     assert "overrides" in result.warnings[0]

@@ -42,7 +42,9 @@ FP4_SM120 = (
     "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm120TmaWarpSpecializedBlockScaled"
     "<3, 2>, cute::tuple<cutlass::nv_float4_t<cutlass::float_e2m1_t>>>>>>(Params)"
 )
-FP4_SM100 = "cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue4m3xf4_ue4m3xf4_f32_bf16_bf16"
+FP4_SM100 = (
+    "cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue4m3xf4_ue4m3xf4_f32_bf16_bf16"
+)
 MARLIN_FP4 = (
     "void marlin::Marlin<(long)1125899906909960, (long)562949953487106, (long)1125899906909960, "
     "(long)2814749767172868, 256, 1, 8, 8, true, 4, 8, false>(Params)"
@@ -51,14 +53,16 @@ MARLIN_FP8 = (
     "void marlin::Marlin<(long)1125899906909960, (long)2814749767172868, (long)1125899906909960, "
     "(long)1125899906909960, 256, 1, 8, 8, true, 4, -1, false>(Params)"
 )
-FP8_SM90 = "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
-FP8_SM89 = "sm89_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x64_stage3_warpsize2x2x1_tensor16x8x32_kernel"
+FP8_SM90 = "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"  # noqa: E501
+FP8_SM89 = "sm89_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x64_stage3_warpsize2x2x1_tensor16x8x32_kernel"  # noqa: E501
 BF16_NVJET = "nvjet_tst_128x256_64x4_2x1_v_bz_TNT"
 BF16_NVJET_SM100 = "nvjet_sm100_tst_128x256_64x4_2x1_v_bz_TNT"
 OAI_MXFP4 = "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x256x128x1_swiglu"
-TRTLLM_MXFP8 = "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x8x256u2_s4_et64x8_m64x8x32_cga1x1x1_16dp256b_TN_transOut"
+TRTLLM_MXFP8 = (
+    "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x8x256u2_s4_et64x8_m64x8x32_cga1x1x1_16dp256b_TN_transOut"
+)
 FUSED_MOE = "fused_moe_kernel"
-FLASH_BF16 = "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>>"
+FLASH_BF16 = "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>>"  # noqa: E501
 FLASH_FP8 = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<__nv_fp8_e4m3, __nv_bfloat16>"
 
 RTX_5090 = ("NVIDIA GeForce RTX 5090", 12, 0)
@@ -104,37 +108,76 @@ def make_run(
     with store.begin() as conn:
         run_id = conn.execute(
             Run.__table__.insert().values(
-                source_path="fake.sqlite", sha256=f"{next(_RUN_SEQ):064x}", format="nsys-sqlite",
-                tracekit_version="test", created_at=dt.datetime.now(dt.timezone.utc),
+                source_path="fake.sqlite",
+                sha256=f"{next(_RUN_SEQ):064x}",
+                format="nsys-sqlite",
+                tracekit_version="test",
+                created_at=dt.datetime.now(dt.timezone.utc),
             )
         ).inserted_primary_key[0]
         if device is not None:
-            conn.execute(Device.__table__.insert().values(
-                run_id=run_id, device_index=0, name=device[0], compute_major=device[1], compute_minor=device[2]))
+            conn.execute(
+                Device.__table__.insert().values(
+                    run_id=run_id,
+                    device_index=0,
+                    name=device[0],
+                    compute_major=device[1],
+                    compute_minor=device[2],
+                )
+            )
         records = []
         t = 0
         for key, kernel in enumerate(kernels):
-            name_id = conn.execute(KernelName.__table__.insert().values(
-                run_id=run_id, source_key=key, name=kernel.name)).inserted_primary_key[0]
-            conn.execute(Classification.__table__.insert().values(
-                run_id=run_id, name_id=name_id, op=kernel.op, path=kernel.path, library=kernel.library,
-                activations=kernel.activations, weights=kernel.weights, rule="test", evidence="name",
-                confidence="high"))
+            name_id = conn.execute(
+                KernelName.__table__.insert().values(
+                    run_id=run_id, source_key=key, name=kernel.name
+                )
+            ).inserted_primary_key[0]
+            conn.execute(
+                Classification.__table__.insert().values(
+                    run_id=run_id,
+                    name_id=name_id,
+                    op=kernel.op,
+                    path=kernel.path,
+                    library=kernel.library,
+                    activations=kernel.activations,
+                    weights=kernel.weights,
+                    rule="test",
+                    evidence="name",
+                    confidence="high",
+                )
+            )
             for phase, ns in (kernel.ns or {}).items():
                 for _ in range(4):
-                    records.append({"run_id": run_id, "name_id": name_id, "device": 0, "start_ns": t,
-                                    "end_ns": t + ns // 4, "phase": phase})
+                    records.append(
+                        {
+                            "run_id": run_id,
+                            "name_id": name_id,
+                            "device": 0,
+                            "start_ns": t,
+                            "end_ns": t + ns // 4,
+                            "phase": phase,
+                        }
+                    )
                     t += ns
         if records:
             conn.execute(KernelRow.__table__.insert(), records)
         for i in range(marker_steps):
-            conn.execute(Step.__table__.insert().values(run_id=run_id, phase="decode", source="marker",
-                                                        start_ns=i, end_ns=i + 1))
+            conn.execute(
+                Step.__table__.insert().values(
+                    run_id=run_id, phase="decode", source="marker", start_ns=i, end_ns=i + 1
+                )
+            )
         for i in range(heuristic_steps):
-            conn.execute(Step.__table__.insert().values(run_id=run_id, phase="decode", source="heuristic",
-                                                        start_ns=i, end_ns=i + 1))
+            conn.execute(
+                Step.__table__.insert().values(
+                    run_id=run_id, phase="decode", source="heuristic", start_ns=i, end_ns=i + 1
+                )
+            )
         for kind, text in nvtx:
-            conn.execute(NvtxRange.__table__.insert().values(run_id=run_id, kind=kind, start_ns=0, text=text))
+            conn.execute(
+                NvtxRange.__table__.insert().values(run_id=run_id, kind=kind, start_ns=0, text=text)
+            )
     return run_id
 
 
@@ -161,7 +204,9 @@ MXFP4 = read_declaration(CHECKPOINTS / "gpt-oss-mxfp4.config.json")
 MIXED = read_declaration(CHECKPOINTS / "modelopt-mixed.config.json")
 MODELOPT_NVFP4 = read_declaration(CHECKPOINTS / "modelopt-nvfp4")
 
-LM_HEAD_BF16 = K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"prefill": 40_000, "decode": 30_000})
+LM_HEAD_BF16 = K(
+    BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"prefill": 40_000, "decode": 30_000}
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,10 +214,21 @@ LM_HEAD_BF16 = K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"prefill": 40
 
 
 def test_nvfp4_w4a4_on_sm120_running_fp4_kernels_is_confirmed(store: Store) -> None:
-    run = make_run(store, [
-        K(FP4_SM120, "gemm", "fp4", "cutlass", "nvfp4", "nvfp4", ns={"prefill": 900_000, "decode": 600_000}),
-        LM_HEAD_BF16,
-    ])
+    run = make_run(
+        store,
+        [
+            K(
+                FP4_SM120,
+                "gemm",
+                "fp4",
+                "cutlass",
+                "nvfp4",
+                "nvfp4",
+                ns={"prefill": 900_000, "decode": 600_000},
+            ),
+            LM_HEAD_BF16,
+        ],
+    )
     findings, verdict = judge(store, run, W4A4)
     assert not errors(findings)
     assert "silent-fallback" not in rules_of(findings)
@@ -181,11 +237,31 @@ def test_nvfp4_w4a4_on_sm120_running_fp4_kernels_is_confirmed(store: Store) -> N
 
 
 def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -> None:
-    run = make_run(store, [
-        K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", "nvfp4", ns={"prefill": 900_000, "decode": 940_000}),
-        K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"prefill": 50_000, "decode": 60_000}),
-    ])
-    log = [match_line("INFO 07-01 [__init__.py:5] Using MarlinNvFp4LinearKernel for NVFP4 GEMM", 12)]
+    run = make_run(
+        store,
+        [
+            K(
+                MARLIN_FP4,
+                "gemm",
+                "weight_only",
+                "Marlin",
+                "bf16",
+                "nvfp4",
+                ns={"prefill": 900_000, "decode": 940_000},
+            ),
+            K(
+                BF16_NVJET,
+                "gemm",
+                "bf16",
+                "cublas",
+                "bf16",
+                ns={"prefill": 50_000, "decode": 60_000},
+            ),
+        ],
+    )
+    log = [
+        match_line("INFO 07-01 [__init__.py:5] Using MarlinNvFp4LinearKernel for NVFP4 GEMM", 12)
+    ]
     findings, verdict = judge(store, run, W4A4, log_evidence=[e for e in log if e])
     fallbacks = [f for f in findings if f.rule == "silent-fallback"]
     assert {f.phase for f in fallbacks} == {"prefill", "decode"}
@@ -193,7 +269,10 @@ def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -
     assert decode.severity == "error"
     assert decode.share == pytest.approx(0.94, abs=0.01)  # the bf16 GEMMs are lm_head & co.
     assert decode.message.startswith("decode: 94% of GEMM time ran weight_only (Marlin, BF16 math)")
-    assert "declares W4A4 NVFP4 and the RTX 5090 (sm120) computes FP4 natively — silent fallback." in decode.message
+    assert (
+        "declares W4A4 NVFP4 and the RTX 5090 (sm120) computes FP4 natively — silent fallback."
+        in decode.message
+    )
     assert any(e.get("source") == "log" and e["line"] == 12 for e in decode.evidence)
     assert any(e.get("source") == "kernel" and e["name"] == MARLIN_FP4 for e in decode.evidence)
     assert "silent fallback" in verdict.splitlines()[1]
@@ -207,20 +286,35 @@ def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -
 
 def test_the_same_label_gets_opposite_verdicts(store: Store) -> None:
     native = make_run(store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})])
-    marlin = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})])
+    marlin = make_run(
+        store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})]
+    )
     assert W4A4.quant == "NVFP4"
     assert not errors(judge(store, native, W4A4)[0])
     assert errors(judge(store, marlin, W4A4)[0])
 
 
 def test_declared_w4a16_running_marlin_is_not_an_error(store: Store) -> None:
-    run = make_run(store, [
-        K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", "nvfp4", ns={"prefill": 800_000, "decode": 900_000}),
-        LM_HEAD_BF16,
-    ])
+    run = make_run(
+        store,
+        [
+            K(
+                MARLIN_FP4,
+                "gemm",
+                "weight_only",
+                "Marlin",
+                "bf16",
+                "nvfp4",
+                ns={"prefill": 800_000, "decode": 900_000},
+            ),
+            LM_HEAD_BF16,
+        ],
+    )
     marlin_warning = match_line(
-        "WARNING [marlin_utils_fp4.py:9] Your GPU does not have native support for FP4 computation but "
-        "FP4 quantization is being used. Weight-only FP4 compression will be used leveraging the Marlin kernel.", 3)
+        "WARNING [marlin_utils_fp4.py:9] Your GPU does not have native support for FP4 computation but "  # noqa: E501
+        "FP4 quantization is being used. Weight-only FP4 compression will be used leveraging the Marlin kernel.",  # noqa: E501
+        3,
+    )
     assert marlin_warning is not None
     findings, verdict = judge(store, run, W4A16, log_evidence=[marlin_warning])
     assert not errors(findings)
@@ -235,7 +329,9 @@ def test_declared_w4a16_running_marlin_is_not_an_error(store: Store) -> None:
 
 def test_marlin_warning_with_native_fp4_kernels_is_info_only(store: Store) -> None:
     run = make_run(store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000_000})])
-    warning = match_line("Your GPU does not have native support for FP4 computation but FP4 quantization", 40)
+    warning = match_line(
+        "Your GPU does not have native support for FP4 computation but FP4 quantization", 40
+    )
     findings, _ = judge(store, run, W4A4, log_evidence=[warning])
     assert [f.rule for f in findings if f.severity != "info"] == []
     assert "log-fallback-unconfirmed" in rules_of(findings)
@@ -246,8 +342,11 @@ def test_marlin_warning_with_native_fp4_kernels_is_info_only(store: Store) -> No
 
 
 def test_fp8_checkpoint_on_a100_running_fp8_marlin_is_hardware_limited(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
-                   device=A100)
+    run = make_run(
+        store,
+        [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
+        device=A100,
+    )
     findings, verdict = judge(store, run, FP8)
     assert not errors(findings)
     limited = [f for f in findings if f.rule == "hardware-limited"]
@@ -256,22 +355,32 @@ def test_fp8_checkpoint_on_a100_running_fp8_marlin_is_hardware_limited(store: St
 
 
 def test_fp8_checkpoint_on_h100_running_fp8_marlin_is_a_fallback(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
-                   device=H100)
+    run = make_run(
+        store,
+        [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
+        device=H100,
+    )
     findings, verdict = judge(store, run, FP8)
     assert [f.rule for f in errors(findings)] == ["silent-fallback"]
     assert "H100 (sm90) computes FP8 natively — silent fallback" in verdict
 
 
 def test_fp8_checkpoint_on_h100_running_fp8_kernels(store: Store) -> None:
-    run = make_run(store, [K(FP8_SM90, "gemm", "fp8", "cublas", "fp8", ns={"prefill": 10_000, "decode": 10_000})],
-                   device=H100)
+    run = make_run(
+        store,
+        [K(FP8_SM90, "gemm", "fp8", "cublas", "fp8", ns={"prefill": 10_000, "decode": 10_000})],
+        device=H100,
+    )
     findings, _ = judge(store, run, FP8)
     assert not errors(findings)
 
 
 def test_nvfp4_w4a4_on_h100_running_marlin_is_hardware_limited(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})], device=H100)
+    run = make_run(
+        store,
+        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        device=H100,
+    )
     findings, verdict = judge(store, run, W4A4)
     assert not errors(findings) and "hardware-limited" in rules_of(findings)
     assert "has no native FP4" in verdict
@@ -282,67 +391,127 @@ def test_nvfp4_w4a4_on_h100_running_marlin_is_hardware_limited(store: Store) -> 
 
 
 def test_mxfp4_on_b200_running_mxfp8_is_not_a_fallback(store: Store) -> None:
-    run = make_run(store, [
-        K(TRTLLM_MXFP8, "grouped_gemm", "fp8", "trtllm-gen", "mxfp8", "mxfp4", ns={"prefill": 500_000, "decode": 500_000}),
-        K(BF16_NVJET_SM100, "gemm", "bf16", "cublas", "bf16", ns={"prefill": 100_000, "decode": 100_000}),
-    ], device=B200)
+    run = make_run(
+        store,
+        [
+            K(
+                TRTLLM_MXFP8,
+                "grouped_gemm",
+                "fp8",
+                "trtllm-gen",
+                "mxfp8",
+                "mxfp4",
+                ns={"prefill": 500_000, "decode": 500_000},
+            ),
+            K(
+                BF16_NVJET_SM100,
+                "gemm",
+                "bf16",
+                "cublas",
+                "bf16",
+                ns={"prefill": 100_000, "decode": 100_000},
+            ),
+        ],
+        device=B200,
+    )
     findings, verdict = judge(store, run, MXFP4)
     assert not errors(findings) and not any(f.severity == "warning" for f in findings)
     assert "silent fallback" not in verdict and "native-unused" not in rules_of(findings)
 
 
 def test_mxfp4_on_sm120_running_marlin_is_info(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "grouped_gemm", "weight_only", "Marlin", "bf16", "mxfp4",
-                             ns={"decode": 1_000_000})])
+    run = make_run(
+        store,
+        [
+            K(
+                MARLIN_FP4,
+                "grouped_gemm",
+                "weight_only",
+                "Marlin",
+                "bf16",
+                "mxfp4",
+                ns={"decode": 1_000_000},
+            )
+        ],
+    )
     findings, _ = judge(store, run, MXFP4)
     assert not errors(findings)
     assert "native-unused" in rules_of(findings)
 
 
 def test_mxfp4_on_h100_running_oai_triton_is_expected(store: Store) -> None:
-    run = make_run(store, [K(OAI_MXFP4, "grouped_gemm", "weight_only", "triton", "bf16", "mxfp4",
-                             ns={"decode": 1_000_000})], device=H100)
+    run = make_run(
+        store,
+        [
+            K(
+                OAI_MXFP4,
+                "grouped_gemm",
+                "weight_only",
+                "triton",
+                "bf16",
+                "mxfp4",
+                ns={"decode": 1_000_000},
+            )
+        ],
+        device=H100,
+    )
     findings, verdict = judge(store, run, MXFP4)
     assert not errors(findings) and "native-unused" not in rules_of(findings)
     assert "weight-only by design" in verdict
 
 
 def test_mixed_checkpoint_weight_only_layers_are_by_design(store: Store) -> None:
-    run = make_run(store, [
-        K(FP8_SM89, "gemm", "fp8", "cublas", "fp8", ns={"decode": 300_000}),
-        K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 700_000}),
-    ])
+    run = make_run(
+        store,
+        [
+            K(FP8_SM89, "gemm", "fp8", "cublas", "fp8", ns={"decode": 300_000}),
+            K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 700_000}),
+        ],
+    )
     findings, _ = judge(store, run, MIXED)
     assert not errors(findings)
 
 
 def test_mixed_checkpoint_with_its_native_layers_gone_is_a_fallback(store: Store) -> None:
-    run = make_run(store, [
-        K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 300_000}),
-        K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 700_000}),
-    ])
+    run = make_run(
+        store,
+        [
+            K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 300_000}),
+            K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 700_000}),
+        ],
+    )
     findings, _ = judge(store, run, MIXED)
     assert [f.rule for f in errors(findings)] == ["silent-fallback"]
 
 
 def test_small_bf16_share_from_excluded_layers_is_not_a_fallback(store: Store) -> None:
-    run = make_run(store, [
-        K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 700_000}),
-        K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"decode": 300_000}),  # lm_head, router …
-    ])
+    run = make_run(
+        store,
+        [
+            K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 700_000}),
+            K(
+                BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"decode": 300_000}
+            ),  # lm_head, router …
+        ],
+    )
     findings, _ = judge(store, run, W4A4)
     assert not errors(findings)
 
 
 def test_partial_weight_only_fallback_in_a_pure_w4a4_checkpoint(store: Store) -> None:
-    run = make_run(store, [
-        K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"prefill": 600_000}),
-        K(MARLIN_FP4, "grouped_gemm", "weight_only", "Marlin", "bf16", ns={"prefill": 400_000}),
-    ])
+    run = make_run(
+        store,
+        [
+            K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"prefill": 600_000}),
+            K(MARLIN_FP4, "grouped_gemm", "weight_only", "Marlin", "bf16", ns={"prefill": 400_000}),
+        ],
+    )
     findings, _ = judge(store, run, W4A4)
     fallback = next(f for f in findings if f.rule == "silent-fallback")
     assert fallback.share == pytest.approx(0.4)
-    assert fallback.message.startswith("prefill: 40% of GEMM time ran weight_only (Marlin, BF16 math)")
+    assert fallback.message.startswith(
+        "prefill: 40% of GEMM time ran weight_only (Marlin, BF16 math)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,20 +519,32 @@ def test_partial_weight_only_fallback_in_a_pure_w4a4_checkpoint(store: Store) ->
 
 
 def test_no_declaration_gives_verdict_without_errors(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 940, "prefill": 60})])
+    run = make_run(
+        store,
+        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 940, "prefill": 60})],
+    )
     findings, verdict = judge(store, run, None)
     assert not errors(findings)
-    assert "decode: 100% of GEMM time ran weight_only (Marlin, BF16 math); no checkpoint declaration" in verdict
+    assert (
+        "decode: 100% of GEMM time ran weight_only (Marlin, BF16 math); no checkpoint declaration"
+        in verdict
+    )
 
 
 def test_expect_word_declaration(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})])
+    run = make_run(
+        store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})]
+    )
     findings, _ = judge(store, run, declaration_from_word("fp4"))
     assert [f.rule for f in errors(findings)] == ["silent-fallback"]
 
 
 def test_unknown_gpu_makes_the_fallback_a_warning(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})], device=None)
+    run = make_run(
+        store,
+        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        device=None,
+    )
     findings, verdict = judge(store, run, W4A4)
     assert not errors(findings)
     assert [f.rule for f in findings if f.severity == "warning"] == ["fallback-unverified"]
@@ -371,14 +552,24 @@ def test_unknown_gpu_makes_the_fallback_a_warning(store: Store) -> None:
 
 
 def test_gpu_override_and_log_device(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})], device=None)
+    run = make_run(
+        store,
+        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        device=None,
+    )
     findings, verdict = judge(store, run, W4A4, gpu_arch="sm120")
     assert errors(findings) and "(sm120) computes FP4 natively" in verdict
-    device_line = match_line("  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes", 1)
+    device_line = match_line(
+        "  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes", 1
+    )
     findings, verdict = judge(store, run, W4A4, log_evidence=[device_line])
     assert errors(findings) and "RTX 5090 (sm120)" in verdict
     # --gpu wins over the trace: the H100 run judged as an A100 is hardware-limited
-    h100_run = make_run(store, [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})], device=H100)
+    h100_run = make_run(
+        store,
+        [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        device=H100,
+    )
     findings, verdict = judge(store, h100_run, FP8, gpu_arch="sm80")
     assert not errors(findings) and "(sm80) has no native FP8" in verdict
 
@@ -388,10 +579,13 @@ def test_gpu_override_and_log_device(store: Store) -> None:
 
 
 def test_unknown_gemm_time_above_threshold(store: Store) -> None:
-    run = make_run(store, [
-        K(FUSED_MOE, "grouped_gemm", "unknown", "triton", ns={"decode": 400_000}),
-        K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 600_000}),
-    ])
+    run = make_run(
+        store,
+        [
+            K(FUSED_MOE, "grouped_gemm", "unknown", "triton", ns={"decode": 400_000}),
+            K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 600_000}),
+        ],
+    )
     findings, _ = judge(store, run, W4A4)
     unknown = next(f for f in findings if f.rule == "unknown-gemm-time")
     assert unknown.severity == "warning" and unknown.share == pytest.approx(0.4)
@@ -413,7 +607,9 @@ def test_heuristic_and_missing_phases(store: Store) -> None:
     heuristic = make_run(store, kernels, marker_steps=0, heuristic_steps=5)
     findings, _ = judge(store, heuristic, W4A4)
     assert next(f for f in findings if f.rule == "phases-heuristic").severity == "info"
-    missing = make_run(store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={None: 1_000})], marker_steps=0)
+    missing = make_run(
+        store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={None: 1_000})], marker_steps=0
+    )
     findings, verdict = judge(store, missing, W4A4)
     assert "phases-missing" in rules_of(findings)
     assert verdict.startswith("unattributed:")
@@ -426,15 +622,23 @@ def test_nvtx_domain_without_ranges(store: Store) -> None:
     lost = make_run(store, kernels, nvtx=[("domain_create", "vllm")])
     finding = next(f for f in judge(store, lost, W4A4)[0] if f.rule == "nvtx-ranges-lost")
     assert finding.severity == "warning" and "'vllm'" in finding.message
-    kept = make_run(store, kernels, nvtx=[("domain_create", "vllm"), ("push_pop", "execute_context_1(8)_generation_0(0)")])
+    kept = make_run(
+        store,
+        kernels,
+        nvtx=[("domain_create", "vllm"), ("push_pop", "execute_context_1(8)_generation_0(0)")],
+    )
     assert "nvtx-ranges-lost" not in rules_of(judge(store, kept, W4A4)[0])
 
 
 def test_kernel_built_for_another_architecture(store: Store) -> None:
-    run = make_run(store, [
-        K(BF16_NVJET_SM100, "gemm", "bf16", "cublas", "bf16", ns={"decode": 250}),
-        K(FP8_SM90, "gemm", "fp8", "cublas", "fp8", ns={"decode": 750}),
-    ], device=H100)
+    run = make_run(
+        store,
+        [
+            K(BF16_NVJET_SM100, "gemm", "bf16", "cublas", "bf16", ns={"decode": 250}),
+            K(FP8_SM90, "gemm", "fp8", "cublas", "fp8", ns={"decode": 750}),
+        ],
+        device=H100,
+    )
     findings, _ = judge(store, run, FP8)
     mismatch = next(f for f in findings if f.rule == "kernel-arch-mismatch")
     assert mismatch.severity == "error" and mismatch.share == pytest.approx(0.25, abs=0.01)
@@ -442,35 +646,68 @@ def test_kernel_built_for_another_architecture(store: Store) -> None:
 
 
 def test_older_arch_kernels_on_newer_gpu_are_fine(store: Store) -> None:
-    run = make_run(store, [
-        K(FP8_SM89, "gemm", "fp8", "cublas", "fp8", ns={"decode": 500}),  # cuBLAS 12.8 on sm120
-        K("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8", "gemm", "bf16", "cutlass", ns={"decode": 500}),
-    ])
+    run = make_run(
+        store,
+        [
+            K(FP8_SM89, "gemm", "fp8", "cublas", "fp8", ns={"decode": 500}),  # cuBLAS 12.8 on sm120
+            K(
+                "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_nn_align8",
+                "gemm",
+                "bf16",
+                "cutlass",
+                ns={"decode": 500},
+            ),
+        ],
+    )
     assert "kernel-arch-mismatch" not in rules_of(judge(store, run, FP8)[0])
 
 
 def test_sm120_only_build_on_gb10(store: Store) -> None:
-    run = make_run(store, [K("void cutlass::device_kernel<vllm::enable_sm120_only<Gemm>>(Params)", "gemm", "fp8",
-                             "cutlass", ns={"decode": 1_000})], device=GB10)
+    run = make_run(
+        store,
+        [
+            K(
+                "void cutlass::device_kernel<vllm::enable_sm120_only<Gemm>>(Params)",
+                "gemm",
+                "fp8",
+                "cutlass",
+                ns={"decode": 1_000},
+            )
+        ],
+        device=GB10,
+    )
     assert "kernel-arch-mismatch" in rules_of(judge(store, run, FP8)[0])
 
 
 def test_kv_cache_declared_fp8_but_attention_reads_bf16(store: Store) -> None:
     kernels = [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})]
-    bf16_kv = make_run(store, kernels + [K(FLASH_BF16, "attention", "bf16", "flash-attn", "bf16", ns={"decode": 500})])
-    finding = next(f for f in judge(store, bf16_kv, MODELOPT_NVFP4)[0] if f.rule == "kv-cache-16bit")
+    bf16_kv = make_run(
+        store,
+        kernels + [K(FLASH_BF16, "attention", "bf16", "flash-attn", "bf16", ns={"decode": 500})],
+    )
+    finding = next(
+        f for f in judge(store, bf16_kv, MODELOPT_NVFP4)[0] if f.rule == "kv-cache-16bit"
+    )
     assert finding.severity == "warning" and "FP8 KV cache" in finding.message
-    fp8_kv = make_run(store, kernels + [K(FLASH_FP8, "attention", "fp8", "flashinfer", "bf16", "fp8", ns={"decode": 500})])
+    fp8_kv = make_run(
+        store,
+        kernels
+        + [K(FLASH_FP8, "attention", "fp8", "flashinfer", "bf16", "fp8", ns={"decode": 500})],
+    )
     assert "kv-cache-16bit" not in rules_of(judge(store, fp8_kv, MODELOPT_NVFP4)[0])
     # a classifier that calls FP8-KV attention "bf16" (16-bit math): the name still shows fp8 KV
-    named = make_run(store, kernels + [K(FLASH_FP8, "attention", "bf16", "flashinfer", ns={"decode": 500})])
+    named = make_run(
+        store, kernels + [K(FLASH_FP8, "attention", "bf16", "flashinfer", ns={"decode": 500})]
+    )
     assert "kv-cache-16bit" not in rules_of(judge(store, named, MODELOPT_NVFP4)[0])
     # no KV declaration: nothing to compare
     assert "kv-cache-16bit" not in rules_of(judge(store, bf16_kv, W4A4)[0])
 
 
 def test_rerun_replaces_findings(store: Store) -> None:
-    run = make_run(store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})])
+    run = make_run(
+        store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})]
+    )
     judge(store, run, W4A4)
     judge(store, run, W4A16)
     with store.connect() as conn:
@@ -490,16 +727,21 @@ def test_empty_run(store: Store) -> None:
 
 def test_evaluate_is_pure_and_sorted_by_severity() -> None:
     ctx = FindingContext(
-        gemm=(PathTime("decode", "weight_only", 940, "Marlin", "bf16"), PathTime("decode", "unknown", 60)),
+        gemm=(
+            PathTime("decode", "weight_only", 940, "Marlin", "bf16"),
+            PathTime("decode", "unknown", 60),
+        ),
         declaration=W4A4,
         gpu_arch="sm120",
         gpu_name="NVIDIA GeForce RTX 5090",
         heuristic_steps=3,
     )
     findings = evaluate(ctx)
-    assert [f.severity for f in findings] == sorted((f.severity for f in findings), key=lambda s: -SEVERITY_ORDER[s])
+    assert [f.severity for f in findings] == sorted(
+        (f.severity for f in findings), key=lambda s: -SEVERITY_ORDER[s]
+    )
     assert verdict_sentences(ctx) == [
-        "decode: 94% of GEMM time ran weight_only (Marlin, BF16 math) although the checkpoint declares "
+        "decode: 94% of GEMM time ran weight_only (Marlin, BF16 math) although the checkpoint declares "  # noqa: E501
         "W4A4 NVFP4 and the RTX 5090 (sm120) computes FP4 natively — silent fallback."
     ]
 
@@ -511,8 +753,16 @@ def test_severity_order_and_fail_on() -> None:
 
 def test_finding_rules_are_complete() -> None:
     rules = load_rules()
-    required = {"silent-fallback", "native-unused", "unknown-gemm-time", "phases-heuristic", "nvtx-ranges-lost",
-                "kernel-arch-mismatch", "kv-cache-16bit", "hardware-limited"}
+    required = {
+        "silent-fallback",
+        "native-unused",
+        "unknown-gemm-time",
+        "phases-heuristic",
+        "nvtx-ranges-lost",
+        "kernel-arch-mismatch",
+        "kv-cache-16bit",
+        "hardware-limited",
+    }
     assert required <= set(rules.rules)
     assert rules.rule("silent-fallback").severity == "error"
     assert rules.rule("kernel-arch-mismatch").severity == "error"
@@ -522,21 +772,35 @@ def test_finding_rules_are_complete() -> None:
 
 
 def test_log_evidence_dict() -> None:
-    evidence = LogEvidence(line_no=3, text="x", kind="fallback-warning", rule="r", engine="vllm", path="weight_only")
+    evidence = LogEvidence(
+        line_no=3, text="x", kind="fallback-warning", rule="r", engine="vllm", path="weight_only"
+    )
     assert evidence.as_dict()["line"] == 3
 
 
 def test_emulation_dequant_to_bf16_is_a_fallback(store: Store) -> None:
-    run = make_run(store, [
-        K("void vllm::dequant_nvfp4_kernel<__nv_bfloat16>(Params)", "dequantize", "weight_only", ns={"decode": 100_000}),
-        K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"decode": 1_000_000}),
-    ])
+    run = make_run(
+        store,
+        [
+            K(
+                "void vllm::dequant_nvfp4_kernel<__nv_bfloat16>(Params)",
+                "dequantize",
+                "weight_only",
+                ns={"decode": 100_000},
+            ),
+            K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"decode": 1_000_000}),
+        ],
+    )
     findings, verdict = judge(store, run, W4A4)
     fallback = next(f for f in findings if f.rule == "silent-fallback")
     assert fallback.share == pytest.approx(1.0) and "ran bf16 (cublas)" in fallback.message
 
 
 def test_mxfp4_opt_in_verdict(store: Store) -> None:
-    run = make_run(store, [K(TRTLLM_MXFP8, "grouped_gemm", "fp8", "trtllm-gen", "mxfp8", ns={"decode": 1_000})], device=B200)
+    run = make_run(
+        store,
+        [K(TRTLLM_MXFP8, "grouped_gemm", "fp8", "trtllm-gen", "mxfp8", ns={"decode": 1_000})],
+        device=B200,
+    )
     _, verdict = judge(store, run, MXFP4)
     assert "engine chose quantized activations — not a fallback" in verdict

@@ -46,7 +46,7 @@ _TORCH_DTYPES = {
 
 @dataclass(frozen=True)
 class LayerScheme:
-    """One group of layers with one quantization scheme (a config group, a mixed-precision entry)."""
+    """One group of layers with one scheme (a config group, a mixed-precision entry)."""
 
     targets: tuple[str, ...]
     weights: str | None
@@ -70,10 +70,14 @@ class Declaration:
     scheme: str
     quant: str
     format: str  # e.g. "NVFP4 W4A4 (ModelOpt)"
-    method: str  # "modelopt", "compressed-tensors", "fp8", "mxfp4", "gguf", "expect", "unquantized" …
+    method: (
+        str  # "modelopt", "compressed-tensors", "fp8", "mxfp4", "gguf", "expect", "unquantized" …
+    )
     weights: str | None = None
     activations: str | None = None
-    compute_dtype: str | None = None  # 16-bit type of the unquantized math ("bf16"/"fp16") when known
+    compute_dtype: str | None = (
+        None  # 16-bit type of the unquantized math ("bf16"/"fp16") when known
+    )
     kv_cache: str | None = None  # "fp8", "nvfp4", "int8"; None = 16-bit KV cache
     excluded: tuple[str, ...] = ()
     source: str | None = None
@@ -112,7 +116,7 @@ class Declaration:
 
 
 def declaration_from_word(word: str) -> Declaration:
-    """``--expect PATH_WORD``: the expected path stated directly ("fp4", "weight_only", "bf16" …)."""
+    """``--expect PATH_WORD``: the expected path stated directly ("fp4", "weight_only" …)."""
     normalized = word.strip().lower().replace("-", "_")
     if normalized == "weightonly":
         normalized = "weight_only"
@@ -362,7 +366,9 @@ def _modelopt(section: Mapping[str, Any], source: Path, producer: str = "modelop
         # vLLM modelopt.py re-routes NVFP4 whose every config group has no activations to W4A16.
         layer = _algo_layer("W4A16_NVFP4", source, ("*",))
         notes.append("quant_algo NVFP4 but every config group has input_activations null: W4A16")
-    declaration = _combine((layer,), f"{layer.quant} {layer.scheme} ({display})", "modelopt", source, excluded, kv)
+    declaration = _combine(
+        (layer,), f"{layer.quant} {layer.scheme} ({display})", "modelopt", source, excluded, kv
+    )
     return replace(declaration, notes=tuple(notes))
 
 
@@ -443,7 +449,9 @@ def _compressed_tensors(config: Mapping[str, Any], source: Path) -> Declaration:
     main = _main_layer(layers)
     name = f"{main.quant} {main.scheme} (compressed-tensors"
     name += f", {fmt})" if isinstance(fmt, str) and fmt else ")"
-    return _combine(layers, name, "compressed-tensors", source, tuple(_strings(config.get("ignore"))), kv)
+    return _combine(
+        layers, name, "compressed-tensors", source, tuple(_strings(config.get("ignore"))), kv
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,8 +465,17 @@ def _fp8(config: Mapping[str, Any], source: Path, method: str) -> Declaration:
     if method == "fbgemm_fp8":
         quant = "FP8 per-channel"
     layer = LayerScheme(("*",), "fp8", "fp8", "W8A8", "fp8", quant)
-    excluded = _strings(config.get("modules_to_not_convert")) + _strings(config.get("ignored_layers"))
-    declaration = _combine((layer,), f"{quant} W8A8 ({method}, {dynamic} activations)", method, source, tuple(excluded), None)
+    excluded = _strings(config.get("modules_to_not_convert")) + _strings(
+        config.get("ignored_layers")
+    )
+    declaration = _combine(
+        (layer,),
+        f"{quant} W8A8 ({method}, {dynamic} activations)",
+        method,
+        source,
+        tuple(excluded),
+        None,
+    )
     return declaration
 
 
@@ -486,22 +503,35 @@ def _int_weight_only(config: Mapping[str, Any], source: Path, method: str) -> De
     layer = LayerScheme(("*",), f"int{bits}", None, f"W{bits}A16", "weight_only", f"INT{bits}")
     detail = f", group {group}" if group else ""
     excluded = _strings(config.get("modules_to_not_convert"))
-    return _combine((layer,), f"INT{bits} W{bits}A16 ({method}{detail})", method.lower(), source, tuple(excluded), None)
+    return _combine(
+        (layer,),
+        f"INT{bits} W{bits}A16 ({method}{detail})",
+        method.lower(),
+        source,
+        tuple(excluded),
+        None,
+    )
 
 
 def _bitsandbytes(config: Mapping[str, Any], source: Path) -> Declaration:
     excluded = tuple(_strings(config.get("llm_int8_skip_modules")))
-    compute = _TORCH_DTYPES.get(str(config.get("bnb_4bit_compute_dtype", "")).removeprefix("torch."))
+    compute = _TORCH_DTYPES.get(
+        str(config.get("bnb_4bit_compute_dtype", "")).removeprefix("torch.")
+    )
     if config.get("load_in_4bit"):
         kind = str(config.get("bnb_4bit_quant_type", "fp4")).lower()
         layer = LayerScheme(("*",), kind, None, "W4A16", "weight_only", kind.upper())
-        declaration = _combine((layer,), f"{kind.upper()} W4A16 (bitsandbytes)", "bitsandbytes", source, excluded, None)
+        declaration = _combine(
+            (layer,), f"{kind.upper()} W4A16 (bitsandbytes)", "bitsandbytes", source, excluded, None
+        )
         return replace(declaration, compute_dtype=compute)
     if config.get("load_in_8bit"):
         # LLM.int8(): activations are quantized to int8 per vector for an int8 matmul, outlier
         # columns stay 16-bit (Dettmers et al. 2022, arXiv:2208.07339).
         layer = LayerScheme(("*",), "int8", "int8", "W8A8", "int8", "INT8 LLM.int8()")
-        return _combine((layer,), "INT8 W8A8 LLM.int8() (bitsandbytes)", "bitsandbytes", source, excluded, None)
+        return _combine(
+            (layer,), "INT8 W8A8 LLM.int8() (bitsandbytes)", "bitsandbytes", source, excluded, None
+        )
     raise ConfigError(f"{source}: bitsandbytes config sets neither load_in_4bit nor load_in_8bit")
 
 
@@ -536,22 +566,45 @@ def _quark(config: Mapping[str, Any], source: Path) -> Declaration:
     if weights is None:
         raise ConfigError(f"{source}: quark global_quant_config has no weight dtype")
     layer = LayerScheme(
-        ("*",), weights, activations, f"W{_bits(weights)}A{_bits(activations)}",
-        _activation_path(activations), weights.upper(),
+        ("*",),
+        weights,
+        activations,
+        f"W{_bits(weights)}A{_bits(activations)}",
+        _activation_path(activations),
+        weights.upper(),
     )
     kv = None
     kv_block = config.get("kv_cache_quant_config")
     if isinstance(kv_block, Mapping) and kv_block:
         first = next(iter(kv_block.values()))
         kv = kind(first.get("output_tensors") if isinstance(first, Mapping) else None)
-    return _combine((layer,), f"{layer.quant} {layer.scheme} (Quark)", "quark", source, tuple(_strings(config.get("exclude"))), kv)
+    return _combine(
+        (layer,),
+        f"{layer.quant} {layer.scheme} (Quark)",
+        "quark",
+        source,
+        tuple(_strings(config.get("exclude"))),
+        kv,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # GGUF
 
 _GGUF_MAGIC = b"GGUF"
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 _GGUF_MAX_KV = 1_000_000
 _GGUF_MAX_STRING = 1 << 24  # no metadata string is 16 MiB; a larger length means a corrupt header
@@ -574,7 +627,9 @@ def _read_exact(handle: BinaryIO, size: int, path: Path) -> bytes:
 
 
 def _gguf_string(handle: BinaryIO, path: Path, length_format: str) -> str:
-    (length,) = struct.unpack(length_format, _read_exact(handle, struct.calcsize(length_format), path))
+    (length,) = struct.unpack(
+        length_format, _read_exact(handle, struct.calcsize(length_format), path)
+    )
     if length > _GGUF_MAX_STRING:
         raise ConfigError(f"{path}: GGUF header is corrupt (a {length}-byte metadata string)")
     return _read_exact(handle, length, path).decode("utf-8", errors="replace")
@@ -588,7 +643,9 @@ def _gguf_value(handle: BinaryIO, kind: int, path: Path, length_format: str) -> 
         return _gguf_string(handle, path, length_format)
     if kind == _GGUF_ARRAY:
         (item_kind,) = struct.unpack("<I", _read_exact(handle, 4, path))
-        (count,) = struct.unpack(length_format, _read_exact(handle, struct.calcsize(length_format), path))
+        (count,) = struct.unpack(
+            length_format, _read_exact(handle, struct.calcsize(length_format), path)
+        )
         if count > _GGUF_MAX_ITEMS:
             raise ConfigError(f"{path}: GGUF header is corrupt (an array of {count} items)")
         if item_kind in _GGUF_SCALARS:  # skip without reading: tokenizer arrays are large
@@ -630,10 +687,14 @@ def _read_gguf(path: Path) -> Declaration:
     meta = _gguf_metadata(path, ("general.file_type", "general.architecture"))
     file_type = meta.get("general.file_type")
     if file_type is None:
-        raise ConfigError(f"{path}: GGUF file has no general.file_type", hint="pass --expect PATH_WORD")
+        raise ConfigError(
+            f"{path}: GGUF file has no general.file_type", hint="pass --expect PATH_WORD"
+        )
     row = load_table(CHECKPOINTS_FILE).get("gguf_file_type", {}).get(str(file_type))
     if row is None:
-        raise ConfigError(f"{path}: GGUF general.file_type {file_type} is not in rules/_checkpoints.toml")
+        raise ConfigError(
+            f"{path}: GGUF general.file_type {file_type} is not in rules/_checkpoints.toml"
+        )
     arch = meta.get("general.architecture")
     weights, activations = row.get("weights"), row.get("activations")
     return Declaration(
@@ -646,7 +707,9 @@ def _read_gguf(path: Path) -> Declaration:
         activations=activations,
         compute_dtype=None,
         source=str(path),
-        layers=(LayerScheme(("*",), weights, activations, row["scheme"], row["path"], row["name"]),),
+        layers=(
+            LayerScheme(("*",), weights, activations, row["scheme"], row["path"], row["name"]),
+        ),
         alternatives=frozenset(row.get("alternatives", ())),
     )
 

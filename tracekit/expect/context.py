@@ -1,4 +1,4 @@
-"""Gather everything the user told us about expectations: ``--model``, ``--expect``, ``--gpu``, ``--log``.
+"""Gather the user's expectations: ``--model``, ``--expect``, ``--gpu``, ``--log``.
 
 A checkpoint config that cannot be read must not stop the analysis of a trace that was read
 fine: problems here become warnings (one line each, naming the file) and the run is still
@@ -49,7 +49,9 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
             declaration = read_declaration(Path(options.model))
             model_label = _model_label(Path(options.model))
         except TracekitError as exc:
-            warnings.append(f"--model: {exc.one_line()}; analyzing without the checkpoint's declaration")
+            warnings.append(
+                f"--model: {exc.one_line()}; analyzing without the checkpoint's declaration"
+            )
     if options.expect:
         try:
             stated = declaration_from_word(options.expect)
@@ -58,9 +60,12 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
         else:
             if declaration is not None and declaration.path != stated.path:
                 warnings.append(
-                    f"--expect {stated.path} overrides the checkpoint's declaration ({declaration.format})"
+                    f"--expect {stated.path} overrides the checkpoint's declaration "
+                    f"({declaration.format})"
                 )
-            declaration = stated if declaration is None or declaration.path != stated.path else declaration
+            declaration = (
+                stated if declaration is None or declaration.path != stated.path else declaration
+            )
     gpu_arch = gpu_name = None
     if options.gpu:
         try:

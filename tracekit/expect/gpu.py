@@ -80,7 +80,11 @@ def _name_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
 def _kernel_arch_patterns() -> tuple[tuple[str, re.Pattern[str], str | None], ...]:
     rows = load_table(GPUS_FILE).get("kernel_arch", [])
     return tuple(
-        (row["id"], re.compile(require(row, "regex", GPUS_FILE, "[[kernel_arch]]")), row.get("fixed"))
+        (
+            row["id"],
+            re.compile(require(row, "regex", GPUS_FILE, "[[kernel_arch]]")),
+            row.get("fixed"),
+        )
         for row in rows
     )
 
@@ -96,7 +100,7 @@ def arch_info(arch: str) -> ArchInfo | None:
 
 
 def arch_from_capability(major: int, minor: int) -> str:
-    """NVIDIA compute capability → architecture name: ``(9, 0)`` → ``"sm90"``, ``(12, 0)`` → ``"sm120"``.
+    """NVIDIA compute capability → architecture: ``(9, 0)`` → ``"sm90"``, ``(12, 0)`` → ``"sm120"``.
 
     Always returns a name; whether the table knows it is :func:`arch_info`'s business.
     (ROCm reports gfx942 as "9.4" through torch; use the device name for AMD GPUs.)
@@ -105,7 +109,7 @@ def arch_from_capability(major: int, minor: int) -> str:
 
 
 def arch_from_gpu_name(name: str) -> str | None:
-    """A product name as traces report it → architecture, e.g. "NVIDIA GeForce RTX 5090" → "sm120"."""
+    """A product name as traces report it → architecture ("NVIDIA GeForce RTX 5090" → "sm120")."""
     return _match_name(name)[0]
 
 
@@ -123,7 +127,7 @@ def _match_name(name: str) -> tuple[str | None, str | None]:
 
 
 def native_paths(arch: str) -> frozenset[str]:
-    """Paths this architecture computes natively; empty when the architecture is not in the table."""
+    """Paths this architecture computes natively; empty when the table lacks the architecture."""
     info = arch_info(arch)
     return info.native if info else frozenset()
 
@@ -156,7 +160,7 @@ def parse_gpu(value: str) -> GpuSpec:
 
 
 def kernel_archs(name: str) -> tuple[KernelArch, ...]:
-    """Architecture tokens in a kernel name (``sm90_…``, ``enable_sm100f_only``, ``_sm120``, ``gfx942``).
+    """Architecture tokens in a kernel name (``sm90_…``, ``enable_sm100f_only``, ``gfx942`` …).
 
     Spans already claimed by an earlier pattern (a range ``sm80_to_sm89``) are not read twice.
     """
@@ -177,7 +181,10 @@ def kernel_archs(name: str) -> tuple[KernelArch, ...]:
             elif groups.get("hi"):
                 found.append(
                     KernelArch(
-                        token=token, arch=f"sm{groups['arch']}", scope="range", hi=f"sm{groups['hi']}"
+                        token=token,
+                        arch=f"sm{groups['arch']}",
+                        scope="range",
+                        hi=f"sm{groups['hi']}",
                     )
                 )
             else:
@@ -186,7 +193,9 @@ def kernel_archs(name: str) -> tuple[KernelArch, ...]:
                 if groups.get("only") and scope == "min":
                     scope = "exact"
                 found.append(
-                    KernelArch(token=f"sm{groups['arch']}{suffix}", arch=f"sm{groups['arch']}", scope=scope)
+                    KernelArch(
+                        token=f"sm{groups['arch']}{suffix}", arch=f"sm{groups['arch']}", scope=scope
+                    )
                 )
     return tuple(found)
 

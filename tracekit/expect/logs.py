@@ -29,7 +29,9 @@ class LogEvidence:
 
     line_no: int  # 1-based, first occurrence
     text: str  # the line, ANSI codes removed, stripped
-    kind: str  # kernel-selected, moe-backend, fallback-warning, emulation, declared-weight-only, user-override, device
+    # kernel-selected, moe-backend, fallback-warning, emulation, declared-weight-only, declared,
+    # user-override, device
+    kind: str
     rule: str  # pattern id in rules/_log_patterns.toml
     engine: str
     kernel: str | None = None  # kernel class / backend named by the line

@@ -180,7 +180,7 @@ def _phases(gemm: Sequence[PathTime]) -> list[_PhaseTime]:
 
 
 def _detail(phase: _PhaseTime, paths: Iterable[str]) -> str:
-    """" (Marlin, BF16 math)": the libraries that ran these paths and, for weight-only, the math type."""
+    """The " (Marlin, BF16 math)" part: libraries that ran these paths, and the weight-only math."""
     wanted = set(paths)
     libraries: dict[str, int] = defaultdict(int)
     math: dict[str, int] = defaultdict(int)
@@ -222,7 +222,13 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
     def judgement(state: str, paths: Sequence[str], ns: int, **extra: Any) -> _Judgement:
         share = ns / phase.total if phase.total else 0.0
         observed = _observed_words(paths)
-        fields = {**base, "share": share, "observed": observed, "detail": _detail(phase, paths), **extra}
+        fields = {
+            **base,
+            "share": share,
+            "observed": observed,
+            "detail": _detail(phase, paths),
+            **extra,
+        }
         return _Judgement(phase.phase, state, observed, share, fields)
 
     dominant, dominant_ns = phase.dominant()
@@ -236,7 +242,6 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
     native = native_paths(ctx.gpu_arch) if ctx.gpu_arch else frozenset()
     capability_known = bool(native)
     weight_only_ns = phase.by_path.get("weight_only", 0)
-    sixteen_ns = phase.ns(SIXTEEN_BIT_PATHS)
     quantized_ns = phase.ns(QUANTIZED_PATHS)
     native_absent = quantized_ns <= absent_share * max(phase.known, 1)
 
@@ -258,26 +263,44 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
         observed_paths = [p for p in fallback_paths if phase.by_path.get(p, 0) > 0]
         if fallback_ns / phase.total >= min_share:
             if not capability_known:
-                return judgement("unverified", observed_paths, fallback_ns, declared=declared, native=native_word)
+                return judgement(
+                    "unverified", observed_paths, fallback_ns, declared=declared, native=native_word
+                )
             if decl.path in native:
-                return judgement("fallback", observed_paths, fallback_ns, declared=declared, native=native_word)
-            return judgement("hardware_limited", observed_paths, fallback_ns, declared=declared, native=native_word)
+                return judgement(
+                    "fallback", observed_paths, fallback_ns, declared=declared, native=native_word
+                )
+            return judgement(
+                "hardware_limited",
+                observed_paths,
+                fallback_ns,
+                declared=declared,
+                native=native_word,
+            )
         accepted = sorted(p for p in QUANTIZED_PATHS if phase.by_path.get(p, 0) > 0)
         if accepted:
             return judgement("confirmed", accepted, quantized_ns, declared=declared)
         return judgement("as_declared", [known_dominant], known_ns, declared=declared)
 
     if decl.path == "weight_only":
-        better = sorted(p for p in (decl.alternatives & QUANTIZED_PATHS) if phase.by_path.get(p, 0) > 0)
+        better = sorted(
+            p for p in (decl.alternatives & QUANTIZED_PATHS) if phase.by_path.get(p, 0) > 0
+        )
         if better and phase.ns(better) >= weight_only_ns:
             return judgement("opted_in", better, phase.ns(better), declared=declared)
         if weight_only_ns / phase.total >= unused_min:
             possible = _WEIGHT_FORMATS_NATIVE.get(decl.weights or "")
             if possible and possible in native:
                 return judgement(
-                    "native_unused", ["weight_only"], weight_only_ns, declared=declared, native=possible.upper()
+                    "native_unused",
+                    ["weight_only"],
+                    weight_only_ns,
+                    declared=declared,
+                    native=possible.upper(),
                 )
-            return judgement("weight_only_declared", ["weight_only"], weight_only_ns, declared=declared)
+            return judgement(
+                "weight_only_declared", ["weight_only"], weight_only_ns, declared=declared
+            )
         return judgement("as_declared", [known_dominant], known_ns, declared=declared)
 
     return judgement("as_declared", [known_dominant], known_ns, declared=declared)
@@ -304,8 +327,15 @@ def evaluate(ctx: FindingContext) -> list[Finding]:
     return sorted(findings, key=lambda f: (-SEVERITY_ORDER[f.severity], order.get(f.rule, 0)))
 
 
-def _make(rules: FindingRules, rule_id: str, *, phase: str | None, share: float | None,
-          evidence: list[dict[str, Any]], fields: dict[str, Any] | None = None) -> Finding:
+def _make(
+    rules: FindingRules,
+    rule_id: str,
+    *,
+    phase: str | None,
+    share: float | None,
+    evidence: list[dict[str, Any]],
+    fields: dict[str, Any] | None = None,
+) -> Finding:
     rule = rules.rule(rule_id)
     return Finding(
         rule=rule.id,
@@ -326,41 +356,79 @@ _STATE_RULES = {
 }
 
 
-def _top_kernels(ctx: FindingContext, phase: str, paths: Iterable[str], limit: int = 3) -> list[dict[str, Any]]:
+def _top_kernels(
+    ctx: FindingContext, phase: str, paths: Iterable[str], limit: int = 3
+) -> list[dict[str, Any]]:
     wanted = set(paths)
-    rows = [k for k in ctx.kernels if k.is_gemm and (k.phase or "unattributed") == phase and k.path in wanted]
+    rows = [
+        k
+        for k in ctx.kernels
+        if k.is_gemm and (k.phase or "unattributed") == phase and k.path in wanted
+    ]
     rows.sort(key=lambda k: -k.ns)
     return [{"source": "kernel", "name": k.name, "path": k.path, "ns": k.ns} for k in rows[:limit]]
 
 
-def _expectation_findings(judgements: Sequence[_Judgement], phases: Sequence[_PhaseTime],
-                          ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+def _expectation_findings(
+    judgements: Sequence[_Judgement],
+    phases: Sequence[_PhaseTime],
+    ctx: FindingContext,
+    rules: FindingRules,
+) -> list[Finding]:
     findings = []
     decl = ctx.declaration
-    for judgement, phase in zip(judgements, phases):
+    for judgement, phase in zip(judgements, phases, strict=True):
         rule_id = _STATE_RULES.get(judgement.state)
         if rule_id is None:
             continue
         observed_paths = judgement.observed.split(" + ")
         evidence: list[dict[str, Any]] = [
-            {"source": "gemm_time", "phase": phase.phase, "path": p, "ns": phase.by_path.get(p, 0),
-             "share": phase.by_path.get(p, 0) / phase.total}
+            {
+                "source": "gemm_time",
+                "phase": phase.phase,
+                "path": p,
+                "ns": phase.by_path.get(p, 0),
+                "share": phase.by_path.get(p, 0) / phase.total,
+            }
             for p in sorted(phase.by_path, key=lambda p: -phase.by_path[p])
         ]
         evidence += _top_kernels(ctx, phase.phase, observed_paths)
         if decl is not None:
-            evidence.append({"source": "checkpoint", "format": decl.format, "path": decl.path,
-                             "file": decl.source, "kv_cache": decl.kv_cache})
+            evidence.append(
+                {
+                    "source": "checkpoint",
+                    "format": decl.format,
+                    "path": decl.path,
+                    "file": decl.source,
+                    "kv_cache": decl.kv_cache,
+                }
+            )
         if ctx.gpu_arch:
-            evidence.append({"source": "gpu", "arch": ctx.gpu_arch, "name": ctx.gpu_name,
-                             "native": sorted(native_paths(ctx.gpu_arch))})
+            evidence.append(
+                {
+                    "source": "gpu",
+                    "arch": ctx.gpu_arch,
+                    "name": ctx.gpu_name,
+                    "native": sorted(native_paths(ctx.gpu_arch)),
+                }
+            )
         evidence += [e.as_dict() for e in ctx.log_evidence if e.kind != "device"]
-        findings.append(_make(rules, rule_id, phase=phase.phase, share=judgement.share,
-                              evidence=evidence, fields=judgement.fields))
+        findings.append(
+            _make(
+                rules,
+                rule_id,
+                phase=phase.phase,
+                share=judgement.share,
+                evidence=evidence,
+                fields=judgement.fields,
+            )
+        )
     return findings
 
 
-def _unknown_findings(phases: Sequence[_PhaseTime], ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+def _unknown_findings(
+    phases: Sequence[_PhaseTime], ctx: FindingContext, rules: FindingRules
+) -> list[Finding]:
     findings = []
     for phase in phases:
         share = phase.by_path.get("unknown", 0) / phase.total
@@ -368,8 +436,16 @@ def _unknown_findings(phases: Sequence[_PhaseTime], ctx: FindingContext, rules: 
             continue
         top = _top_kernels(ctx, phase.phase, ["unknown"])
         examples = ", ".join(f"`{k['name'][:80]}`" for k in top[:2]) or "unnamed kernels"
-        findings.append(_make(rules, "unknown-gemm-time", phase=phase.phase, share=share, evidence=top,
-                              fields={"threshold": ctx.unknown_threshold, "examples": examples}))
+        findings.append(
+            _make(
+                rules,
+                "unknown-gemm-time",
+                phase=phase.phase,
+                share=share,
+                evidence=top,
+                fields={"threshold": ctx.unknown_threshold, "examples": examples},
+            )
+        )
     return findings
 
 
@@ -377,20 +453,41 @@ def _step_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
     if ctx.marker_steps > 0 or not (ctx.gemm or ctx.kernels):
         return []
     if ctx.heuristic_steps > 0:
-        return [_make(rules, "phases-heuristic", phase=None, share=None,
-                      evidence=[{"source": "steps", "marker": 0, "heuristic": ctx.heuristic_steps}],
-                      fields={"steps": ctx.heuristic_steps})]
-    return [_make(rules, "phases-missing", phase=None, share=None,
-                  evidence=[{"source": "steps", "marker": 0, "heuristic": 0}])]
+        return [
+            _make(
+                rules,
+                "phases-heuristic",
+                phase=None,
+                share=None,
+                evidence=[{"source": "steps", "marker": 0, "heuristic": ctx.heuristic_steps}],
+                fields={"steps": ctx.heuristic_steps},
+            )
+        ]
+    return [
+        _make(
+            rules,
+            "phases-missing",
+            phase=None,
+            share=None,
+            evidence=[{"source": "steps", "marker": 0, "heuristic": 0}],
+        )
+    ]
 
 
 def _nvtx_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
     if not ctx.nvtx_domains or ctx.nvtx_ranges > 0:
         return []
     domains = ", ".join(f"'{d}'" for d in ctx.nvtx_domains[:5])
-    return [_make(rules, "nvtx-ranges-lost", phase=None, share=None,
-                  evidence=[{"source": "nvtx", "domains_created": list(ctx.nvtx_domains), "ranges": 0}],
-                  fields={"domains": domains})]
+    return [
+        _make(
+            rules,
+            "nvtx-ranges-lost",
+            phase=None,
+            share=None,
+            evidence=[{"source": "nvtx", "domains_created": list(ctx.nvtx_domains), "ranges": 0}],
+            fields={"domains": domains},
+        )
+    ]
 
 
 def _arch_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
@@ -399,9 +496,9 @@ def _arch_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
         device_arch = kernel.device_arch or ctx.gpu_arch
         if not device_arch:
             continue
-        for token in kernel_archs(kernel.name):
-            if not runs_on(token, device_arch):
-                mismatched.append((kernel, token.token))
+        for built_for in kernel_archs(kernel.name):
+            if not runs_on(built_for, device_arch):
+                mismatched.append((kernel, built_for.token))
                 break
     if not mismatched:
         return []
@@ -411,19 +508,43 @@ def _arch_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
     mismatched.sort(key=lambda kt: -kt[0].ns)
     first, token = mismatched[0]
     device_arch = first.device_arch or ctx.gpu_arch or "?"
-    evidence = [{"source": "kernel", "name": k.name, "token": t, "device_arch": k.device_arch or ctx.gpu_arch,
-                 "ns": k.ns} for k, t in mismatched[:10]]
+    evidence = [
+        {
+            "source": "kernel",
+            "name": k.name,
+            "token": t,
+            "device_arch": k.device_arch or ctx.gpu_arch,
+            "ns": k.ns,
+        }
+        for k, t in mismatched[:10]
+    ]
     names = {k.name for k, _ in mismatched}
-    return [_make(rules, "kernel-arch-mismatch", phase=None, share=share, evidence=evidence,
-                  fields={"count": len(names), "arch": device_arch,
-                          "example": f"`{first.name[:80]}`", "token": token})]
+    return [
+        _make(
+            rules,
+            "kernel-arch-mismatch",
+            phase=None,
+            share=share,
+            evidence=evidence,
+            fields={
+                "count": len(names),
+                "arch": device_arch,
+                "example": f"`{first.name[:80]}`",
+                "token": token,
+            },
+        )
+    ]
 
 
 def _is_quantized_kv(row: AttentionTime) -> bool:
     """Whether an attention group reads a quantized KV cache: its path, operand types or kernel
     names say so (a 16-bit path with an fp8 name is FP8 KV dequantized into 16-bit math)."""
     typed = f"{row.weights or ''} {row.activations or ''}".lower()
-    if row.path in QUANTIZED_PATHS or row.quantized_name or any(word in typed for word in _QUANT_WORDS):
+    if (
+        row.path in QUANTIZED_PATHS
+        or row.quantized_name
+        or any(word in typed for word in _QUANT_WORDS)
+    ):
         return True
     if row.path in SIXTEEN_BIT_PATHS:
         return False
@@ -442,23 +563,45 @@ def _kv_cache_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding
         return []
     sixteen.sort(key=lambda r: -r.ns)
     examples = ", ".join(f"`{(r.example or r.path)[:60]}`" for r in sixteen[:2])
-    evidence = [{"source": "attention_time", "path": r.path, "ns": r.ns, "example": r.example} for r in sixteen[:5]]
+    evidence = [
+        {"source": "attention_time", "path": r.path, "ns": r.ns, "example": r.example}
+        for r in sixteen[:5]
+    ]
     evidence.append({"source": "checkpoint", "kv_cache": decl.kv_cache, "file": decl.source})
-    return [_make(rules, "kv-cache-16bit", phase=None, share=sixteen_ns / total, evidence=evidence,
-                  fields={"kv": decl.kv_cache.upper(), "examples": examples})]
+    return [
+        _make(
+            rules,
+            "kv-cache-16bit",
+            phase=None,
+            share=sixteen_ns / total,
+            evidence=evidence,
+            fields={"kv": decl.kv_cache.upper(), "examples": examples},
+        )
+    ]
 
 
-def _log_findings(findings: Sequence[Finding], ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+def _log_findings(
+    findings: Sequence[Finding], ctx: FindingContext, rules: FindingRules
+) -> list[Finding]:
     fallback_lines = [e for e in ctx.log_evidence if e.kind in _FALLBACK_LOG_KINDS]
     if not fallback_lines or not ctx.gemm:
         return []
-    if any(f.rule in {"silent-fallback", "fallback-unverified", "hardware-limited"} for f in findings):
+    if any(
+        f.rule in {"silent-fallback", "fallback-unverified", "hardware-limited"} for f in findings
+    ):
         return []
     first = fallback_lines[0]
     text = first.text if len(first.text) <= 100 else first.text[:97] + "..."
-    return [_make(rules, "log-fallback-unconfirmed", phase=None, share=None,
-                  evidence=[e.as_dict() for e in fallback_lines],
-                  fields={"line": first.line_no, "text": text})]
+    return [
+        _make(
+            rules,
+            "log-fallback-unconfirmed",
+            phase=None,
+            share=None,
+            evidence=[e.as_dict() for e in fallback_lines],
+            fields={"line": first.line_no, "text": text},
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,5 +624,7 @@ def verdict_sentences(ctx: FindingContext) -> list[str]:
         try:
             sentences.append(" ".join(template.format(**judgement.fields).split()))
         except KeyError as exc:  # a template naming a field this state does not provide
-            raise RuleFileError(f"rules/_findings.toml: [verdict] {judgement.state}: unknown field {exc}") from exc
+            raise RuleFileError(
+                f"rules/_findings.toml: [verdict] {judgement.state}: unknown field {exc}"
+            ) from exc
     return sentences

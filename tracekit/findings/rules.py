@@ -1,4 +1,4 @@
-"""Finding rules as data: ids, severities, message templates and thresholds from ``rules/_findings.toml``.
+"""Finding rules as data: ids, severities, messages, thresholds (``rules/_findings.toml``).
 
 Loading validates the file once (every rule has an id, a known severity and a message; the
 verdict templates exist), so a broken rule pack fails with one line naming the file and key.

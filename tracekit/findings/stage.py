@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, and_, case, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
 
 from tracekit.expect.checkpoint import Declaration
 from tracekit.expect.gpu import arch_from_capability, arch_from_gpu_name, known_archs
@@ -51,7 +51,7 @@ def evaluate_run(
     log_evidence: Iterable[LogEvidence] = (),
     unknown_threshold: float = 0.2,
 ) -> list[Finding]:
-    """Judge run ``run_id``: replace its ``findings`` rows and ``runs.verdict``; return the findings.
+    """Judge run ``run_id``: replace its ``findings`` rows and ``runs.verdict``; return findings.
 
     ``gpu_arch`` (from ``--gpu``) overrides the trace's device table. The caller owns the
     transaction (``store.begin()``).
@@ -69,7 +69,7 @@ def evaluate_run(
     connection.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
     if findings:
         connection.execute(
-            FindingRow.__table__.insert(),
+            insert(FindingRow),
             [
                 {
                     "run_id": run_id,
@@ -102,7 +102,9 @@ def build_context(
         log_arch = next((e.gpu_arch for e in log_evidence if e.gpu_arch), None)
         gpu_arch = trace_arch or log_arch
         if gpu_name is None:
-            gpu_name = next((e.kernel for e in log_evidence if e.kind == "device" and e.kernel), None)
+            gpu_name = next(
+                (e.kernel for e in log_evidence if e.kind == "device" and e.kernel), None
+            )
     else:
         device_archs = {}  # --gpu wins over the trace's device table
         name_arch = arch_from_gpu_name(gpu_name) if gpu_name else None
@@ -137,17 +139,32 @@ def _phase_column():  # type: ignore[no-untyped-def]
 def _gemm_time(connection: Connection, run_id: int) -> tuple[PathTime, ...]:
     phase = _phase_column().label("phase")
     query = (
-        select(phase, Classification.path, Classification.library, Classification.activations,
-               _duration().label("ns"))
+        select(
+            phase,
+            Classification.path,
+            Classification.library,
+            Classification.activations,
+            _duration().label("ns"),
+        )
         .select_from(KernelRow)
-        .join(Classification, and_(Classification.run_id == KernelRow.run_id,
-                                   Classification.name_id == KernelRow.name_id))
+        .join(
+            Classification,
+            and_(
+                Classification.run_id == KernelRow.run_id,
+                Classification.name_id == KernelRow.name_id,
+            ),
+        )
         .where(KernelRow.run_id == run_id, Classification.op.in_(GEMM_OPS))
         .group_by(phase, Classification.path, Classification.library, Classification.activations)
     )
     return tuple(
-        PathTime(phase=row.phase, path=row.path, ns=int(row.ns or 0), library=row.library,
-                 activations=row.activations)
+        PathTime(
+            phase=row.phase,
+            path=row.path,
+            ns=int(row.ns or 0),
+            library=row.library,
+            activations=row.activations,
+        )
         for row in connection.execute(query)
     )
 
@@ -159,42 +176,84 @@ def _attention_time(connection: Connection, run_id: int) -> tuple[AttentionTime,
         (or_(*(lowered.like(f"%{word}%") for word in _KV_NAME_WORDS)), 1), else_=0
     ).label("quantized_name")
     query = (
-        select(Classification.path, Classification.weights, Classification.activations, quantized_name,
-               func.min(KernelName.name).label("example"), _duration().label("ns"))
+        select(
+            Classification.path,
+            Classification.weights,
+            Classification.activations,
+            quantized_name,
+            func.min(KernelName.name).label("example"),
+            _duration().label("ns"),
+        )
         .select_from(KernelRow)
-        .join(Classification, and_(Classification.run_id == KernelRow.run_id,
-                                   Classification.name_id == KernelRow.name_id))
+        .join(
+            Classification,
+            and_(
+                Classification.run_id == KernelRow.run_id,
+                Classification.name_id == KernelRow.name_id,
+            ),
+        )
         .join(KernelName, KernelName.id == KernelRow.name_id)
         .where(KernelRow.run_id == run_id, Classification.op == "attention")
-        .group_by(Classification.path, Classification.weights, Classification.activations, quantized_name)
+        .group_by(
+            Classification.path, Classification.weights, Classification.activations, quantized_name
+        )
     )
     return tuple(
-        AttentionTime(path=row.path, ns=int(row.ns or 0), weights=row.weights,
-                      activations=row.activations, example=row.example,
-                      quantized_name=bool(row.quantized_name))
+        AttentionTime(
+            path=row.path,
+            ns=int(row.ns or 0),
+            weights=row.weights,
+            activations=row.activations,
+            example=row.example,
+            quantized_name=bool(row.quantized_name),
+        )
         for row in connection.execute(query)
     )
 
 
-def _kernel_times(connection: Connection, run_id: int, device_archs: dict[int, str]) -> tuple[KernelTime, ...]:
-    """Per unique (name, device, phase): time, GEMM or not, path (thousands of rows, not millions)."""
+def _kernel_times(
+    connection: Connection, run_id: int, device_archs: dict[int, str]
+) -> tuple[KernelTime, ...]:
+    """Per unique (name, device, phase): time, GEMM or not, path (thousands of rows)."""
     phase = _phase_column().label("phase")
     is_gemm = case((Classification.op.in_(GEMM_OPS), 1), else_=0).label("is_gemm")
     query = (
-        select(KernelName.name, KernelRow.device, phase, Classification.path, is_gemm,
-               _duration().label("ns"))
+        select(
+            KernelName.name,
+            KernelRow.device,
+            phase,
+            Classification.path,
+            is_gemm,
+            _duration().label("ns"),
+        )
         .select_from(KernelRow)
         .join(KernelName, KernelName.id == KernelRow.name_id)
-        .outerjoin(Classification, and_(Classification.run_id == KernelRow.run_id,
-                                        Classification.name_id == KernelRow.name_id))
+        .outerjoin(
+            Classification,
+            and_(
+                Classification.run_id == KernelRow.run_id,
+                Classification.name_id == KernelRow.name_id,
+            ),
+        )
         .where(KernelRow.run_id == run_id)
-        .group_by(KernelRow.name_id, KernelName.name, KernelRow.device, phase, Classification.path,
-                  is_gemm)
+        .group_by(
+            KernelRow.name_id,
+            KernelName.name,
+            KernelRow.device,
+            phase,
+            Classification.path,
+            is_gemm,
+        )
     )
     return tuple(
-        KernelTime(name=row.name, ns=int(row.ns or 0),
-                   device_arch=device_archs.get(row.device) if row.device is not None else None,
-                   is_gemm=bool(row.is_gemm), phase=row.phase, path=row.path)
+        KernelTime(
+            name=row.name,
+            ns=int(row.ns or 0),
+            device_arch=device_archs.get(row.device) if row.device is not None else None,
+            is_gemm=bool(row.is_gemm),
+            phase=row.phase,
+            path=row.path,
+        )
         for row in connection.execute(query)
     )
 
@@ -202,7 +261,13 @@ def _kernel_times(connection: Connection, run_id: int, device_archs: dict[int, s
 def _devices(connection: Connection, run_id: int) -> tuple[dict[int, str], str | None, str | None]:
     """Device index → arch, the first device's name, and the run's arch when all devices agree."""
     rows = connection.execute(
-        select(Device.device_index, Device.name, Device.arch, Device.compute_major, Device.compute_minor)
+        select(
+            Device.device_index,
+            Device.name,
+            Device.arch,
+            Device.compute_major,
+            Device.compute_minor,
+        )
         .where(Device.run_id == run_id)
         .order_by(Device.device_index)
     ).all()
@@ -217,7 +282,9 @@ def _devices(connection: Connection, run_id: int) -> tuple[dict[int, str], str |
     return archs, name, distinct.pop() if len(distinct) == 1 else None
 
 
-def _device_arch(arch: str | None, major: int | None, minor: int | None, name: str | None) -> str | None:
+def _device_arch(
+    arch: str | None, major: int | None, minor: int | None, name: str | None
+) -> str | None:
     if arch:
         normalized = arch.lower().split(":")[0].replace("_", "")  # "gfx942:sramecc+:xnack-"
         if normalized in known_archs():
@@ -240,12 +307,18 @@ def _step_counts(connection: Connection, run_id: int) -> tuple[int, int]:
 
 def _nvtx(connection: Connection, run_id: int) -> tuple[tuple[str, ...], int]:
     domain_name = func.coalesce(NvtxRange.domain, NvtxRange.text)
-    domains = connection.execute(
-        select(domain_name).where(NvtxRange.run_id == run_id, NvtxRange.kind == "domain_create")
-        .group_by(domain_name)
-    ).scalars().all()
+    domains = (
+        connection.execute(
+            select(domain_name)
+            .where(NvtxRange.run_id == run_id, NvtxRange.kind == "domain_create")
+            .group_by(domain_name)
+        )
+        .scalars()
+        .all()
+    )
     ranges = connection.execute(
-        select(func.count()).select_from(NvtxRange)
+        select(func.count())
+        .select_from(NvtxRange)
         .where(NvtxRange.run_id == run_id, NvtxRange.kind.in_(_RANGE_KINDS))
     ).scalar_one()
     return tuple(str(d) for d in domains if d is not None), int(ranges)
