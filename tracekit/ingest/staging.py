@@ -1,0 +1,69 @@
+"""Row staging for readers that parse records in Python (JSON, CSV, JSON lines).
+
+Such readers meet records in file order, before they know everything a row needs: the id a
+unique name gets in the store, the launch call of a kernel (it may come later in the file),
+the time base of the file (Kineto may write ``baseTimeNanoseconds`` after the events). So
+rows go first into TEMPORARY tables, in chunks of ``CHUNK_ROWS`` with one multi-row insert
+each (never one ORM object per row), and one ``INSERT … SELECT`` per store table finishes
+them inside the database: joins, per-file time offsets, id lookups. Python memory stays
+bounded by one chunk whatever the input size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from tracekit.ingest.bulk import insert_rows
+
+CHUNK_ROWS = 50_000
+
+
+class StageTable:
+    """A temporary table filled through a buffer of ``CHUNK_ROWS`` rows."""
+
+    def __init__(self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
+                 ) -> None:
+        self.connection = connection
+        self.name = name
+        self.columns = tuple(column for column, _ in columns)
+        self.rows: list[tuple[Any, ...]] = []
+        self.count = 0
+        connection.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
+        definition = ", ".join(f"{column} {kind}" for column, kind in columns)
+        connection.exec_driver_sql(f"CREATE TEMPORARY TABLE {name} ({definition})")
+        self._sqlite = connection.dialect.name == "sqlite"
+        placeholders = ", ".join("?" for _ in self.columns)
+        self._insert = f"INSERT INTO {name} ({', '.join(self.columns)}) VALUES ({placeholders})"
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        """Buffer one row; flushes by itself when the buffer is full."""
+        self.rows.append(row)
+        if len(self.rows) >= CHUNK_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows with one multi-row insert."""
+        if not self.rows:
+            return
+        if self._sqlite:
+            # The DBAPI executemany directly: no per-row dict building on the hot path.
+            self.connection.exec_driver_sql(self._insert, self.rows)
+        else:
+            insert_rows(self.connection, self.name, self.columns, self.rows)
+        self.count += len(self.rows)
+        self.rows = []
+
+    def drop(self) -> None:
+        """Remove the temporary table (it would vanish with the connection anyway)."""
+        self.rows = []
+        self.connection.exec_driver_sql(f"DROP TABLE IF EXISTS {self.name}")
+
+
+def write_rows(connection: Connection, table: str, columns: Sequence[str],
+               rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert rows straight into a store table in chunks (small lookups: names, devices)."""
+    for start in range(0, len(rows), CHUNK_ROWS):
+        insert_rows(connection, table, columns, rows[start:start + CHUNK_ROWS])
