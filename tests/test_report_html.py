@@ -1,0 +1,265 @@
+"""The HTML report: self-contained, escaped, bounded, and really rendered by a browser.
+
+The browser test opens the report of a scenario run in Debian's headless Chromium, three ways:
+``--dump-dom`` with console logging (no console message at all, the page's own render-status
+says "rendered", the XSS-shaped kernel names are text nodes and no ``<img>`` exists), and
+``--screenshot`` (pixels of the datatype-path colours inside the timeline's and the
+breakdown's boxes, whose positions the page writes into ``data-rect`` once plotly has drawn).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from report_scenario import (  # noqa: E402
+    EVIL_NAME,
+    MARLIN_GEMM,
+    SCRIPT_NAME,
+    analyzed_run,
+    open_test_store,
+)
+
+from tracekit.errors import InputError  # noqa: E402
+from tracekit.report.document import build_document  # noqa: E402
+from tracekit.report.html import (  # noqa: E402
+    plotly_js,
+    render_html,
+    script_json,
+    write_html,
+)
+from tracekit.report.palette import PATH_COLORS, PHASE_COLORS  # noqa: E402
+from tracekit.report.timeline import TimelineOptions, timeline_data  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WINDOW = (1400, 2000)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A Marlin (weight-only) scenario run with its document and written report."""
+    folder = tmp_path_factory.mktemp("report")
+    store = open_test_store(folder)
+    run_id = analyzed_run(store, folder / "marlin.sqlite", gemm=MARLIN_GEMM)
+    with store.connect() as connection:
+        document = build_document(connection, run_id)
+    path = write_html(document, store, run_id, folder / "report.html")
+    return {"store": store, "run_id": run_id, "document": document, "path": path,
+            "html": path.read_text(encoding="utf-8"), "folder": folder}
+
+
+def test_script_json_cannot_close_the_script_element() -> None:
+    value = {"name": "</script><script>alert(1)</script>", "x": "a\u2028b\u2029c & <!--"}
+    encoded = str(script_json(value))
+    for forbidden in ("<", ">", "&", "\u2028", "\u2029"):
+        assert forbidden not in encoded
+    assert json.loads(encoded) == value
+
+
+def test_report_is_self_contained(report: dict[str, Any]) -> None:
+    html = report["html"]
+    assert "plotly.js v" in html
+    ours = html.replace(str(plotly_js()), "")  # the bundle's own strings mention its website
+    assert not re.search(r"<script[^>]+src=", ours)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", ours)
+    assert html.count("<script") == html.count("</script>")
+
+
+def test_untrusted_text_is_escaped_in_the_file(report: dict[str, Any]) -> None:
+    html = report["html"]
+    assert "<img src=x" not in html
+    assert "</script><script>alert(1)" not in html
+    assert "</title><b>x</b>" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_report_shows_verdict_first_then_findings_and_kernels(report: dict[str, Any]) -> None:
+    html = report["html"]
+    verdict = html.index('id="tk-verdict"')
+    assert verdict < html.index('id="tk-timeline"') < html.index('id="tk-findings"')
+    assert "decode GEMMs ran weight_only" in html
+    assert "declared-path-not-run" in html
+    assert "Every one of the" in html
+
+
+def test_timeline_draws_every_kernel_within_budget(report: dict[str, Any]) -> None:
+    with report["store"].connect() as connection:
+        timeline = timeline_data(connection, report["run_id"])
+    total = report["document"]["summary"]["kernel_count"]
+    assert timeline["total"] == total == len(timeline["kernels"]["start"])
+    assert timeline["overview"] is None
+    assert {t["label"] for t in timeline["tracks"]} == {"GPU 0 · stream 7", "GPU 0 · stream 13"}
+    assert [span[2] for span in timeline["phases"]] == ["prefill", "decode"]
+    names = {entry["name"]: entry for entry in timeline["names"]}
+    assert names[MARLIN_GEMM]["group"] == "weight_only"
+    assert names[SCRIPT_NAME]["group"] == "non-GEMM"
+
+
+def test_timeline_aggregates_beyond_budget(report: dict[str, Any]) -> None:
+    options = TimelineOptions(kernel_budget=10, overview_row_budget=4_000)
+    with report["store"].connect() as connection:
+        timeline = timeline_data(connection, report["run_id"], options)
+    summary = report["document"]["summary"]
+    assert len(timeline["kernels"]["start"]) == timeline["window"]["kernels"] == 10
+    overview = timeline["overview"]
+    assert sum(overview["count"]) == summary["kernel_count"]
+    assert sum(overview["busy_ns"]) == summary["gpu_time_ns"]
+    assert max(overview["bucket"]) < overview["buckets"]
+    assert "weight_only" in overview["groups"]
+    html = render_html(report["document"], timeline)
+    assert "aggregates all 44 kernels" in html
+    assert 'id="tk-overview"' in html
+
+
+def test_write_html_refuses_a_missing_folder(report: dict[str, Any]) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        write_html(report["document"], report["store"], report["run_id"],
+                   report["folder"] / "nowhere" / "r.html")
+
+
+# --- the browser --------------------------------------------------------------------------
+
+def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+               "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+               f"--window-size={WINDOW[0]},{WINDOW[1]}", "--hide-scrollbars",
+               "--virtual-time-budget=10000", *extra, page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+
+
+class _Dom(HTMLParser):
+    """Tags, the text under each id'd element, and data-rect attributes of a dumped DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.rects: dict[str, tuple[int, ...]] = {}
+        self.attrs_by_id: dict[str, dict[str, str | None]] = {}
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        found = dict(attrs)
+        if found.get("id"):
+            self.attrs_by_id[str(found["id"])] = found
+            if found.get("data-rect"):
+                self.rects[str(found["id"])] = tuple(
+                    int(v) for v in str(found["data-rect"]).split(","))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _png_rows(path: Path, last_row: int) -> tuple[int, int, list[bytearray]]:
+    """Decode an 8-bit RGB/RGBA PNG (what Chromium writes) up to ``last_row``."""
+    blob = path.read_bytes()
+    assert blob[:8] == b"\x89PNG\r\n\x1a\n"
+    position, idat, header = 8, bytearray(), b""
+    while position < len(blob):
+        (length,) = struct.unpack(">I", blob[position:position + 4])
+        kind = blob[position + 4:position + 8]
+        body = blob[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        position += 12 + length
+    width, height, depth, color_type, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and color_type in (2, 6) and interlace == 0
+    channels = 4 if color_type == 6 else 3
+    raw = zlib.decompress(bytes(idat))
+    stride = width * channels
+    rows: list[bytearray] = []
+    previous = bytearray(stride)
+    for y in range(min(height, last_row + 1)):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if kind == 1:
+            for i in range(channels, stride):
+                line[i] = (line[i] + line[i - channels]) & 0xFF
+        elif kind == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous))
+        elif kind == 3:
+            for i in range(stride):
+                left = line[i - channels] if i >= channels else 0
+                line[i] = (line[i] + ((left + previous[i]) >> 1)) & 0xFF
+        elif kind == 4:
+            for i in range(stride):
+                a = line[i - channels] if i >= channels else 0
+                b = previous[i]
+                c = previous[i - channels] if i >= channels else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append(line)
+        previous = line
+    return width, channels, rows
+
+
+def _count_color(rows: list[bytearray], channels: int, rect: tuple[int, ...], color: str,
+                 tolerance: int = 24) -> int:
+    target = tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+    x0, y0, w, h = rect
+    count = 0
+    for y in range(max(0, y0), min(len(rows), y0 + h)):
+        row = rows[y]
+        for x in range(max(0, x0), x0 + w):
+            i = x * channels
+            if (abs(row[i] - target[0]) <= tolerance and abs(row[i + 1] - target[1]) <= tolerance
+                    and abs(row[i + 2] - target[2]) <= tolerance):
+                count += 1
+    return count
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_report_renders_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> None:
+    page: Path = report["path"]
+    dumped = _chromium(page, tmp_path / "profile-dom", "--enable-logging=stderr", "--v=0",
+                       "--dump-dom")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    console = [line for line in dumped.stderr.splitlines() if "CONSOLE" in line]
+    assert console == [], "console messages:\n" + "\n".join(console)
+
+    dom = _Dom()
+    dom.feed(dumped.stdout)
+    status = dom.attrs_by_id["tk-render-status"]
+    assert status.get("data-state") == "rendered", dumped.stdout[-3000:]
+    # The payload names are text, never elements: the page itself has no <img> at all.
+    assert "img" not in dom.tags
+    text = "".join(dom.text)
+    assert EVIL_NAME in text
+    assert SCRIPT_NAME in text
+    for plot in ("tk-timeline", "tk-breakdown"):
+        assert plot in dom.rects, f"{plot} was not drawn"
+        x, y, width, height = dom.rects[plot]
+        assert width > 300 and height > 200 and y + height <= WINDOW[1], dom.rects
+
+    screenshot = tmp_path / "report.png"
+    shot = _chromium(page, tmp_path / "profile-shot", f"--screenshot={screenshot}")
+    assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
+    bottom = max(y + h for _, y, _, h in dom.rects.values())
+    width, channels, rows = _png_rows(screenshot, bottom)
+    assert width == WINDOW[0]
+    timeline, breakdown = dom.rects["tk-timeline"], dom.rects["tk-breakdown"]
+    # The Marlin GEMMs (weight_only) fill most of stream 7; steps are shaded by phase.
+    assert _count_color(rows, channels, timeline, PATH_COLORS["weight_only"]) > 2_000
+    assert _count_color(rows, channels, timeline, PHASE_COLORS["prefill"]) > 200
+    assert _count_color(rows, channels, timeline, PHASE_COLORS["decode"]) > 200
+    # The breakdown's stacked bars: weight_only dominates both phases.
+    assert _count_color(rows, channels, breakdown, PATH_COLORS["weight_only"]) > 10_000

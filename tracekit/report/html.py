@@ -1,0 +1,164 @@
+"""The HTML report: one self-contained file (plotly.js inline) that opens offline.
+
+Trace content is untrusted — a kernel may be named ``</script><script>…`` — so:
+- every string the template prints goes through Jinja2 autoescaping;
+- the page data is JSON inside ``<script type="application/json">`` with ``<``, ``>``, ``&``,
+  U+2028 and U+2029 written as ``\\uXXXX`` escapes (:func:`script_json`), so no string can
+  close the script element; the page's JavaScript escapes again before handing text to plotly,
+  which renders a subset of HTML in hover labels and ticks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FunctionLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+from tracekit import __version__
+from tracekit.errors import InputError
+from tracekit.report.document import PHASES
+from tracekit.report.palette import PATH_COLORS, PATH_ORDER, PHASE_COLORS, SEVERITY_COLORS
+from tracekit.report.terminal import format_ns
+from tracekit.report.timeline import TimelineOptions, timeline_data
+from tracekit.store.db import Store
+
+TOP_KERNELS = 50
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                   "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LIGHT_PATHS = {"bf16", "fp16", "non-GEMM", "tf32"}
+
+
+def script_json(value: Any) -> Markup:
+    """JSON that is safe to place between ``<script>`` tags, whatever strings it holds."""
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str,
+                         allow_nan=False)
+    for raw, escaped in _SCRIPT_ESCAPES.items():
+        encoded = encoded.replace(raw, escaped)
+    return Markup(encoded)
+
+
+def _load_template(name: str) -> str:
+    return (resources.files("tracekit.report") / name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The Jinja2 environment: autoescape always on, undefined names are errors."""
+    env = Environment(loader=FunctionLoader(_load_template), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["ns"] = format_ns
+    env.filters["share"] = lambda part, whole: (f"{100 * part / whole:.1f}%" if whole else "–")
+    env.globals["path_chip"] = path_chip
+    return env
+
+
+def path_chip(path: str | None) -> Markup:
+    """A coloured label for a datatype path (escaped: rule packs may invent paths)."""
+    name = path or "unknown"
+    color = PATH_COLORS.get(name, "#777777")
+    light = " light" if name in _LIGHT_PATHS else ""
+    return Markup(f'<span class="path{light}" style="background:{color}">{escape(name)}</span>')
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> Markup:
+    """plotly.js, minified, to inline in the page (about 4.8 MB)."""
+    from plotly.offline import get_plotlyjs
+
+    source = get_plotlyjs()
+    # A literal "</script" inside the bundle would end the element early.
+    return Markup(source.replace("</script", "<\\/script"))
+
+
+def timeline_note(timeline: dict[str, Any]) -> str:
+    """Says what the timeline shows and what was aggregated, in words."""
+    total = timeline["total"]
+    if not total:
+        return "The run holds no kernel records."
+    window = timeline["window"]
+    if window["kernels"] >= total:
+        return (f"Every one of the {total:,} kernels is drawn, one row per device and stream, "
+                "coloured by datatype path (non-GEMM kernels in light grey); the bands behind "
+                "them are steps shaded by phase. Hover a kernel for its full name and evidence.")
+    overview = timeline["overview"]
+    text = (f"The run holds {total:,} kernels, more than a page can draw one by one. "
+            f"The lower chart draws every kernel of one stretch of "
+            f"{format_ns(window['end_ns'] - window['start_ns'])} "
+            f"({window['kernels']:,} kernels, from the first prefill step when there is one). ")
+    if overview:
+        text += (f"The upper chart aggregates all {total:,} kernels: GPU busy time per stream "
+                 f"and datatype path in {overview['buckets']:,} buckets of "
+                 f"{format_ns(overview['bucket_ns'])}.")
+    return text
+
+
+def verdict_class(document: dict[str, Any]) -> str:
+    """The verdict box's colour: the worst finding's severity, or ok."""
+    severities = {finding["severity"] for finding in document.get("findings", [])}
+    for severity in ("error", "warning"):
+        if severity in severities:
+            return severity
+    return "ok" if document.get("verdict") else ""
+
+
+def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
+    """The report page for one run's analysis document and timeline data."""
+    page_data = {
+        "timeline": timeline,
+        "phases": document["phases"],
+        "phase_order": list(PHASES),
+        "path_order": list(PATH_ORDER),
+        "path_colors": PATH_COLORS,
+        "phase_colors": PHASE_COLORS,
+    }
+    template = environment().get_template("report.html.j2")
+    return template.render(
+        tracekit_version=__version__,
+        plotlyjs=plotly_js(),
+        data_json=script_json(page_data),
+        run=document["run"],
+        devices=document["devices"],
+        summary=document["summary"],
+        verdict=document.get("verdict") or [],
+        verdict_class=verdict_class(document),
+        phases=document["phases"],
+        phase_order=PHASES,
+        findings=document["findings"],
+        top_kernels=document["kernels"][:TOP_KERNELS],
+        severity_colors=SEVERITY_COLORS,
+        timeline=timeline,
+        timeline_note=timeline_note(timeline),
+    )
+
+
+def write_text_atomic(path: Path, content: str) -> Path:
+    """Write ``content`` to ``path`` through a temporary file, so no half file is left."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a file to write the report to")
+    if not path.parent.exists():
+        raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(content)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_html(document: dict[str, Any], store: Store, run_id: int, path: Path,
+               options: TimelineOptions | None = None) -> Path:
+    """Write the HTML report of ``run_id`` to ``path``; the timeline is read from ``store``."""
+    with store.connect() as connection:
+        timeline = timeline_data(connection, run_id, options)
+    return write_text_atomic(Path(path), render_html(document, timeline))
