@@ -590,6 +590,7 @@ def test_unknown_gemm_time_above_threshold(store: Store) -> None:
     unknown = next(f for f in findings if f.rule == "unknown-gemm-time")
     assert unknown.severity == "warning" and unknown.share == pytest.approx(0.4)
     assert "fused_moe_kernel" in unknown.message
+    assert "-t cublas" in unknown.message and "torch profiler trace" in unknown.message
     assert "-t cublas" in (unknown.hint or "") and "ncu" in (unknown.hint or "")
     findings, _ = judge(store, run, W4A4, unknown_threshold=0.5)
     assert "unknown-gemm-time" not in rules_of(findings)
@@ -804,3 +805,9 @@ def test_mxfp4_opt_in_verdict(store: Store) -> None:
     )
     _, verdict = judge(store, run, MXFP4)
     assert "engine chose quantized activations — not a fallback" in verdict
+
+
+def test_w4a16_declaration_running_fp4_is_opted_in(store: Store) -> None:
+    run = make_run(store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})])
+    findings, verdict = judge(store, run, W4A16)
+    assert not errors(findings) and "not a fallback" in verdict

@@ -272,6 +272,11 @@ def _from_quant_config(config: Mapping[str, Any], source: Path) -> Declaration:
             method = "modelopt"
     readers = {
         "modelopt": lambda: _modelopt(config, source),
+        # vLLM's method names for ModelOpt checkpoints; quant_algo decides the scheme
+        "modelopt-fp4": lambda: _modelopt(config, source),
+        "modelopt-fp8": lambda: _modelopt(config, source),
+        "modelopt-mxfp8": lambda: _modelopt(config, source),
+        "modelopt-mixed": lambda: _modelopt(config, source),
         "trtllm": lambda: _modelopt(config, source, producer="TensorRT-LLM"),
         "compressed-tensors": lambda: _compressed_tensors(config, source),
         "fp8": lambda: _fp8(config, source, "fp8"),
@@ -281,6 +286,7 @@ def _from_quant_config(config: Mapping[str, Any], source: Path) -> Declaration:
         "auto-gptq": lambda: _int_weight_only(config, source, "GPTQ"),
         "gptq-marlin": lambda: _int_weight_only(config, source, "GPTQ"),
         "awq": lambda: _int_weight_only(config, source, "AWQ"),
+        "auto-round": lambda: _int_weight_only(config, source, "AutoRound"),
         "awq-marlin": lambda: _int_weight_only(config, source, "AWQ"),
         "bitsandbytes": lambda: _bitsandbytes(config, source),
         "quark": lambda: _quark(config, source),

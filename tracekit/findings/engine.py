@@ -283,9 +283,9 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
         return judgement("as_declared", [known_dominant], known_ns, declared=declared)
 
     if decl.path == "weight_only":
-        better = sorted(
-            p for p in (decl.alternatives & QUANTIZED_PATHS) if phase.by_path.get(p, 0) > 0
-        )
+        # Quantized activations where the checkpoint declares none (gpt-oss MXFP4 run as
+        # MXFP4 x MXFP8 on sm100, llama.cpp native FP4): faster than declared, never a fallback.
+        better = sorted(p for p in QUANTIZED_PATHS if phase.by_path.get(p, 0) > 0)
         if better and phase.ns(better) >= weight_only_ns:
             return judgement("opted_in", better, phase.ns(better), declared=declared)
         if weight_only_ns / phase.total >= unused_min:
@@ -337,6 +337,8 @@ def _make(
     fields: dict[str, Any] | None = None,
 ) -> Finding:
     rule = rules.rule(rule_id)
+    if rule.hint:  # the findings table has no hint column: keep it with the evidence
+        evidence = [*evidence, {"source": "hint", "text": rule.hint}]
     return Finding(
         rule=rule.id,
         severity=rule.severity,
