@@ -1,0 +1,154 @@
+"""Every rule example is a test; the rule pack and its loader are checked as data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracekit.classify import PATHS, load_ruleset
+from tracekit.classify.loader import builtin_dir
+from tracekit.classify.testing import check_example, iter_examples
+from tracekit.errors import RuleFileError
+
+RULESET = load_ruleset(use_env=False)
+EXAMPLES = list(iter_examples(RULESET))
+
+
+@pytest.mark.parametrize(
+    "rule,index,example", EXAMPLES, ids=[f"{r.id}-{i}" for r, i, _ in EXAMPLES]
+)
+def test_rule_example(rule, index, example):
+    failures = check_example(rule, index, example, RULESET)
+    assert not failures, "\n".join(map(str, failures))
+
+
+@pytest.mark.parametrize("rule", RULESET.rules, ids=lambda r: r.id)
+def test_rule_has_matching_and_non_matching_examples(rule):
+    kinds = {example.matches for example in rule.examples}
+    assert kinds == {True, False}, f"{rule.id} needs examples that match and that must not"
+
+
+@pytest.mark.parametrize("rule", RULESET.rules, ids=lambda r: r.id)
+def test_rule_cites_a_reference(rule):
+    assert rule.references, f"{rule.id} has no references"
+
+
+def test_no_two_rules_claim_one_name_with_different_labels():
+    claims: dict[str, tuple[str, str]] = {}
+    for rule, _, example in EXAMPLES:
+        if not example.matches or example.arch or "path" not in example.expect:
+            continue
+        previous = claims.setdefault(example.name, (rule.id, example.expect["path"]))
+        assert previous[1] == example.expect["path"], (
+            f"{previous[0]} says {previous[1]} but {rule.id} says {example.expect['path']} "
+            f"for {example.name[:80]!r}"
+        )
+
+
+def test_rules_directory_holds_data_only():
+    directory = builtin_dir()
+    python = sorted(p.name for p in directory.glob("*.py") if p.name != "__init__.py")
+    assert python == []
+
+
+def test_every_rule_file_is_loaded_and_ids_equal_file_stems():
+    stems = {p.stem for p in builtin_dir().glob("*.toml") if not p.name.startswith("_")}
+    assert stems == {rule.id for rule in RULESET.rules}
+
+
+def test_vocabulary_file_lists_the_public_path_words():
+    assert set(PATHS) == {
+        "fp4", "fp8", "int8", "weight_only", "bf16", "fp16", "tf32", "fp32", "fp64", "unknown"
+    }
+    assert RULESET.feasibility["fp4"]["nvidia_min_sm"] == 100
+
+
+# --- loader errors: a user rule pack must fail with the file and line -------------------------
+
+GOOD_RULE = """\
+id = "{id}"
+description = "test rule"
+op = "gemm"
+path = "{path}"
+patterns = ['{pattern}']
+references = ["test"]
+
+[[example]]
+name = "mykernel_bf16"
+path = "{path}"
+
+[[example]]
+name = "other"
+match = false
+"""
+
+
+def write_rule(directory: Path, rule_id: str = "my-rule", path: str = "bf16", pattern: str = "mykernel_bf16") -> Path:
+    target = directory / f"{rule_id}.toml"
+    target.write_text(GOOD_RULE.format(id=rule_id, path=path, pattern=pattern))
+    return target
+
+
+def test_user_pack_adds_a_rule(tmp_path):
+    write_rule(tmp_path)
+    ruleset = load_ruleset([tmp_path], use_env=False)
+    assert ruleset.get("my-rule") is not None
+    assert len(ruleset.rules) == len(RULESET.rules) + 1
+
+
+def test_env_var_adds_a_rule_pack(tmp_path, monkeypatch):
+    write_rule(tmp_path)
+    monkeypatch.setenv("TRACEKIT_RULES", str(tmp_path))
+    assert load_ruleset().get("my-rule") is not None
+
+
+def test_unknown_path_word_names_file_and_line(tmp_path):
+    target = write_rule(tmp_path, path="bfloat16")
+    with pytest.raises(RuleFileError) as info:
+        load_ruleset([tmp_path], use_env=False)
+    text = info.value.one_line()
+    assert f"{target}:4" in text and "bfloat16" in text and "did you mean 'bf16'" in text
+
+
+def test_bad_regex_names_file_and_line(tmp_path):
+    target = write_rule(tmp_path, pattern="mykernel_(bf16")
+    with pytest.raises(RuleFileError) as info:
+        load_ruleset([tmp_path], use_env=False)
+    assert f"{target}:5" in info.value.one_line()
+    assert "bad regex" in info.value.one_line()
+
+
+def test_bad_toml_names_file(tmp_path):
+    target = tmp_path / "broken.toml"
+    target.write_text('id = "broken"\ndescription = \n')
+    with pytest.raises(RuleFileError) as info:
+        load_ruleset([tmp_path], use_env=False)
+    assert str(target) in info.value.one_line() and "line 2" in info.value.one_line()
+
+
+def test_id_must_equal_file_stem(tmp_path):
+    (tmp_path / "other-name.toml").write_text(GOOD_RULE.format(id="my-rule", path="bf16", pattern="x"))
+    with pytest.raises(RuleFileError, match="must equal the file name"):
+        load_ruleset([tmp_path], use_env=False)
+
+
+def test_unknown_key_is_an_error_with_a_suggestion(tmp_path):
+    target = write_rule(tmp_path)
+    target.write_text(target.read_text().replace("patterns =", "patterns = ['x']\npatern ="))
+    with pytest.raises(RuleFileError) as info:
+        load_ruleset([tmp_path], use_env=False)
+    assert "patern is not a known key (did you mean 'patterns'?)" in info.value.one_line()
+
+
+def test_unknown_underscore_tables_are_ignored(tmp_path):
+    (tmp_path / "_gpus.toml").write_text("this is not [ valid toml for us")
+    write_rule(tmp_path)
+    assert load_ruleset([tmp_path], use_env=False).get("my-rule") is not None
+
+
+def test_decode_names_a_missing_table(tmp_path):
+    target = write_rule(tmp_path, pattern="mykernel_(?P<t>bf16)")
+    target.write_text(target.read_text().replace("[[example]]", '[decode]\nt = "no_such_table"\n\n[[example]]', 1))
+    with pytest.raises(RuleFileError, match="no file _no_such_table.toml"):
+        load_ruleset([tmp_path], use_env=False)
