@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select
 
-from tracekit.errors import TracekitError
+from tracekit.errors import StoreError
 from tracekit.store.db import Store
 from tracekit.store.schema import Base, Kernel, Run
 
@@ -80,7 +80,7 @@ def list_runs(connection: Connection) -> list[RunSummary]:
     return summaries
 
 
-class UnknownRun(TracekitError):
+class UnknownRun(StoreError):
     """A run id the store does not hold."""
 
 

@@ -109,3 +109,14 @@ def read_only(path: os.PathLike[str] | str, *, file_only: bool = False) -> Itera
     finally:
         for target, mode in saved.items():
             os.chmod(target, mode)
+
+
+@contextmanager
+def mountable_folder(path: os.PathLike[str] | str, size: str = "64m") -> Iterator[str]:
+    """A folder that ``read_only`` can later lock: a tmpfs for root, a plain folder else."""
+    if os.geteuid() == 0:
+        with tmpfs(path, size) as folder:
+            yield folder
+    else:
+        os.makedirs(path, exist_ok=True)
+        yield os.fspath(path)
