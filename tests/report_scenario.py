@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import text
@@ -57,10 +60,17 @@ def scenario(gemm: str, *, decode_steps: int = 6, stream2: int = 13) -> Scenario
                                     compute_capability=(10, 0), sm_count=148, steps=steps)])
 
 
+@lru_cache(maxsize=None)
+def _scenario_file(gemm: str, decode_steps: int) -> Path:
+    """Each scenario is written once per test session (writing nsys's schema takes seconds)."""
+    folder = Path(tempfile.mkdtemp(prefix="tracekit-report-scenario-"))
+    return write_scenario(scenario(gemm, decode_steps=decode_steps), folder / "trace.sqlite")
+
+
 def analyzed_run(store: Store, trace: Path, *, gemm: str = FP4_GEMM, label: str | None = None,
                  decode_steps: int = 6) -> int:
     """Write, ingest and "analyze" a scenario; returns the run id."""
-    write_scenario(scenario(gemm, decode_steps=decode_steps), trace)
+    shutil.copyfile(_scenario_file(gemm, decode_steps), trace)
     run_id = ingest(store, [trace], label=label).run_id
     with store.begin() as connection:
         annotate(connection, run_id, declared_fp4=True)
