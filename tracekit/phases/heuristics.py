@@ -9,8 +9,9 @@ lie (vLLM's FlashInfer decode runs ``BatchPrefill`` kernels).
 
 Every other kernel takes the phase of the signal kernels around it on the same device, in GPU
 order: between two signals of one phase, that phase; between a signal of one phase and one of
-another, the boundary is put at the largest idle gap on the GPU between them (forward passes
-are separated by host work: sampling, scheduling). Maximal runs of one phase become
+another, a kernel replayed by the same CUDA graph launch as one of them takes its phase (one
+replay is one forward), and otherwise the boundary is put at the largest idle gap on the GPU
+between them (forward passes are separated by host work: sampling, scheduling). Maximal runs of one phase become
 ``steps`` with ``source = 'heuristic'``. All of it is window functions in SQL.
 """
 
@@ -144,6 +145,7 @@ def _label(connection: Connection, run_id: int) -> None:
         SELECT k.id, COALESCE(k.global_pid, -1) AS gp, COALESCE(k.device, -1) AS dev,
                k.start_ns, k.end_ns, k.launch_start_ns, k.launch_end_ns, k.global_tid,
                k.global_pid, s.phase AS sig,
+               CASE WHEN k.graph_node_id IS NOT NULL THEN k.correlation_id END AS replay,
                SUM(CASE WHEN s.phase IS NULL THEN 0 ELSE 1 END) OVER (
                    {order} ROWS UNBOUNDED PRECEDING) AS seg,
                k.start_ns - LAG(k.end_ns) OVER ({order}) AS gap
@@ -157,6 +159,7 @@ def _label(connection: Connection, run_id: int) -> None:
         SELECT gp, dev, seg, MAX(sig) AS phase,
                MAX(CASE WHEN sig IS NOT NULL THEN gap END) AS head_gap,
                MAX(CASE WHEN sig IS NULL THEN gap END) AS max_gap,
+               MAX(CASE WHEN sig IS NOT NULL THEN replay END) AS head_replay,
                CAST(NULL AS BIGINT) AS split_at
         FROM tk_h GROUP BY gp, dev, seg"""))
     connection.execute(text("""
@@ -171,6 +174,8 @@ def _label(connection: Connection, run_id: int) -> None:
                  WHEN h.sig IS NOT NULL THEN h.sig
                  WHEN cur.phase IS NULL THEN nxt.phase
                  WHEN nxt.phase IS NULL OR nxt.phase = cur.phase THEN cur.phase
+                 WHEN h.replay = nxt.head_replay THEN nxt.phase
+                 WHEN h.replay = cur.head_replay THEN cur.phase
                  WHEN nxt.head_gap >= COALESCE(cur.max_gap, -1) THEN cur.phase
                  WHEN h.start_ns >= cur.split_at THEN nxt.phase
                  ELSE cur.phase END AS label

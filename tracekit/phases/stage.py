@@ -20,8 +20,9 @@ from sqlalchemy import Connection, text
 from tracekit.phases import attribute, heuristics
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
 
-#: NVTX kinds that are points or bookkeeping, never a step range.
-NON_RANGE_KINDS = ("mark", "domain_create")
+#: nvtx_ranges kinds that are never a step's CPU range: points, bookkeeping, and the GPU-side
+#: copies of torch annotations (``gpu_user_annotation`` → ``gpu_range``; the CPU one is the step).
+NON_RANGE_KINDS = ("mark", "domain_create", "gpu_range")
 
 
 @dataclass
@@ -98,9 +99,7 @@ def _range_count(connection: Connection, run_id: int) -> int:
 def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo]
                   ) -> PhaseReport:
     _load_marker_table(connection, infos)
-    run_end = connection.execute(text(
-        "SELECT MAX(COALESCE(end_ns, start_ns)) FROM nvtx_ranges WHERE run_id = :run_id"),
-        {"run_id": run_id}).scalar()
+    run_end = _capture_end(connection, run_id)
     kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
     marker_ranges = int(connection.execute(text(
         f"SELECT COUNT(*) FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
@@ -138,6 +137,21 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
                        marker_ranges=marker_ranges, idle_markers=max(idle, 0),
                        nested_dropped=nested, steps={str(k): int(v) for k, v in steps.items()},
                        kernels_by_launch=by_launch, kernels_by_gpu_time=by_gpu)
+
+
+def _capture_end(connection: Connection, run_id: int) -> int | None:
+    """Last CPU timestamp of the capture, needed only when a range was never closed."""
+    params = {"run_id": run_id}
+    open_ranges = connection.execute(text(
+        "SELECT 1 FROM nvtx_ranges WHERE run_id = :run_id AND end_ns IS NULL LIMIT 1"),
+        params).first()
+    if open_ranges is None:
+        return None
+    return connection.execute(text(
+        "SELECT MAX(t) FROM (SELECT MAX(COALESCE(end_ns, start_ns)) AS t FROM nvtx_ranges "
+        "WHERE run_id = :run_id UNION ALL SELECT MAX(end_ns) FROM runtime_calls "
+        "WHERE run_id = :run_id UNION ALL SELECT MAX(launch_end_ns) FROM kernels "
+        "WHERE run_id = :run_id) AS ends"), params).scalar()
 
 
 def _load_marker_table(connection: Connection, infos: dict[str, StepInfo]) -> None:
