@@ -102,18 +102,24 @@ def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
 
 def phases(connection: Connection, run_id: int, kernel_entries: list[dict[str, Any]]
            ) -> dict[str, Any]:
-    """Per phase: steps, tokens, GPU time and GEMM time by datatype path."""
+    """Per phase: steps, ranks, tokens, GPU time and GEMM time by datatype path.
+
+    Steps and tokens are summed over every process that recorded steps: with tensor
+    parallelism each rank records its own copy of every step, so ``ranks`` says how many
+    processes the sums cover. How the phases were found is ``phase_attribution``.
+    """
     result: dict[str, Any] = {
-        phase: {"steps": 0, "source": None, "prefill_tokens": 0, "decode_tokens": 0,
+        phase: {"steps": 0, "ranks": 0, "source": None, "prefill_tokens": 0, "decode_tokens": 0,
                 "gpu_ns": 0, "gemm_ns": 0, "gemm_ns_by_path": {}}
         for phase in PHASES
     }
-    for phase, source, steps, prefill_tokens, decode_tokens in connection.execute(text(
-        "SELECT phase, MIN(source), COUNT(*), SUM(prefill_tokens), SUM(decode_tokens) "
-        "FROM steps WHERE run_id = :run_id GROUP BY phase"), {"run_id": run_id}):
+    for phase, source, steps, ranks, prefill_tokens, decode_tokens in connection.execute(text(
+        "SELECT phase, MIN(source), COUNT(*), COUNT(DISTINCT global_pid), SUM(prefill_tokens), "
+        "SUM(decode_tokens) FROM steps WHERE run_id = :run_id GROUP BY phase"),
+        {"run_id": run_id}):
         if phase not in result:
             continue
-        result[phase].update(steps=int(steps), source=source,
+        result[phase].update(steps=int(steps), ranks=int(ranks), source=source,
                              prefill_tokens=int(prefill_tokens or 0),
                              decode_tokens=int(decode_tokens or 0))
     for entry in kernel_entries:
@@ -124,6 +130,38 @@ def phases(connection: Connection, run_id: int, kernel_entries: list[dict[str, A
                 by_path[entry["path"]] = by_path.get(entry["path"], 0) + ns
                 result[phase]["gemm_ns"] += ns
     return result
+
+
+def phase_attribution(connection: Connection, run_id: int, per_phase: dict[str, Any]
+                      ) -> dict[str, Any]:
+    """How the run's phases were found: ``method`` is ``marker`` (engine step markers),
+    ``heuristic`` (kernel families, no markers) or ``none`` (nothing attributed), and
+    ``message`` says it in one plain sentence."""
+    sources = [source for (source,) in connection.execute(text(
+        "SELECT DISTINCT source FROM steps WHERE run_id = :run_id"), {"run_id": run_id})]
+    engines = sorted(engine for (engine,) in connection.execute(text(
+        "SELECT DISTINCT engine FROM steps WHERE run_id = :run_id AND engine IS NOT NULL"),
+        {"run_id": run_id}))
+    attributed = sum(per_phase[p]["gpu_ns"] for p in PHASES if p != "unattributed")
+    total = attributed + per_phase["unattributed"]["gpu_ns"]
+    share = attributed / total if total else 0.0
+    if "marker" in sources:
+        method = "marker"
+        message = (f"phases from {', '.join(engines) or 'engine'} step markers; "
+                   f"{100 * share:.1f}% of GPU time attributed")
+    elif "heuristic" in sources:
+        method = "heuristic"
+        message = (f"no step markers: phases inferred from kernel families (heuristic); "
+                   f"{100 * share:.1f}% of GPU time attributed")
+    else:
+        method = "none"
+        ranges = connection.execute(text(
+            "SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id "
+            "AND kind NOT IN ('mark', 'domain_create', 'gpu_range')"), {"run_id": run_id}).scalar()
+        message = (f"nothing could be attributed to a phase: no step markers (among "
+                   f"{int(ranges or 0):,} ranges) and no kernel family that tells prefill "
+                   "from decode")
+    return {"method": method, "engines": engines, "attributed_share": share, "message": message}
 
 
 def findings(connection: Connection, run_id: int) -> list[dict[str, Any]]:
@@ -185,6 +223,7 @@ def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
     """The whole analysis document for one run (DESIGN.md, ``--json``)."""
     kernel_entries = kernels(connection, run_id)
     header = run_header(connection, run_id)
+    phase_table = phases(connection, run_id, kernel_entries)
     verdict_row = connection.execute(text("SELECT verdict FROM runs WHERE id = :r"),
                                      {"r": run_id}).scalar()
     return {
@@ -193,7 +232,8 @@ def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
         "devices": devices(connection, run_id),
         "summary": summary(connection, run_id, kernel_entries),
         "verdict": [line for line in (verdict_row or "").splitlines() if line],
-        "phases": phases(connection, run_id, kernel_entries),
+        "phases": phase_table,
+        "phase_attribution": phase_attribution(connection, run_id, phase_table),
         "findings": findings(connection, run_id),
         "launchers": process_names(connection, run_id),
         "kernels": kernel_entries,
