@@ -118,7 +118,9 @@ def create_empty_export(path: Path) -> sqlite3.Connection:
     if path.exists():
         path.unlink()
     connection = sqlite3.connect(path)
-    connection.executescript(schema_sql())
+    # A scratch file: one transaction and no fsync per DDL statement (6 s → 20 ms on slow disks).
+    connection.execute("PRAGMA synchronous = OFF")
+    connection.executescript("BEGIN;\n" + schema_sql() + "\nCOMMIT;")
     connection.execute("INSERT INTO EXPORT_META_DATA VALUES ('TRACEKIT_SYNTHETIC', '1')")
     return connection
 
