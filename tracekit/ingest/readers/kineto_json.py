@@ -32,17 +32,24 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
 import ijson
-from sqlalchemy import Connection, text
 
 from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext, SourceInfo
-from tracekit.ingest.staging import StageTable, write_rows
+from tracekit.ingest.spec import spec_by_id
+from tracekit.ingest.trace_rows import (
+    FileState,
+    TraceRows,
+    dump_json,
+    int_id,
+    int_or_none,
+    json_default,
+)
 
 CHUNK_BYTES = 1 << 20
 #: bytes kept from the end of the stream to find the keys written after ``traceEvents``
@@ -51,25 +58,8 @@ TAIL_BYTES = 4 * CHUNK_BYTES
 HEAD_LIMIT = 64 * CHUNK_BYTES
 #: kernels without a ``correlation`` arg wait this long (in events) for their ac2g flow
 PENDING_LIMIT = 100_000
-
-STAGES: dict[str, tuple[tuple[str, str], ...]] = {
-    "tk_file": (("file_index", "INTEGER"), ("offset_ns", "BIGINT"), ("main_pid", "BIGINT")),
-    "tk_kernel": tuple((c, "BIGINT") for c in (
-        "file_index", "name_key", "device", "stream", "start_ns", "end_ns", "grid_x", "grid_y",
-        "grid_z", "block_x", "block_y", "block_z", "registers", "smem", "correlation_id",
-        "external_id", "graph_node_id", "graph_id")),
-    "tk_runtime": (("file_index", "BIGINT"), ("name_key", "BIGINT"), ("kind", "TEXT"),
-                   ("start_ns", "BIGINT"), ("end_ns", "BIGINT"), ("correlation_id", "BIGINT"),
-                   ("tid", "BIGINT"), ("pid", "BIGINT")),
-    "tk_memory": (("file_index", "BIGINT"), ("kind", "TEXT"), ("device", "BIGINT"),
-                  ("stream", "BIGINT"), ("start_ns", "BIGINT"), ("end_ns", "BIGINT"),
-                  ("bytes", "BIGINT"), ("correlation_id", "BIGINT")),
-    "tk_cpu_op": (("file_index", "BIGINT"), ("name", "TEXT"), ("start_ns", "BIGINT"),
-                  ("end_ns", "BIGINT"), ("external_id", "BIGINT"), ("tid", "BIGINT"),
-                  ("pid", "BIGINT"), ("input_types", "TEXT"), ("input_dims", "TEXT")),
-    "tk_range": (("file_index", "BIGINT"), ("kind", "TEXT"), ("start_ns", "BIGINT"),
-                 ("end_ns", "BIGINT"), ("text", "TEXT"), ("tid", "BIGINT"), ("pid", "BIGINT")),
-}
+#: position of correlation_id in a tk_kernel row
+CORRELATION_AT = 15
 
 
 def to_ns(value: Any) -> int:
@@ -86,43 +76,6 @@ def to_ns(value: Any) -> int:
     raise TypeError(f"not a time: {value!r}")
 
 
-def int_id(value: Any) -> int | None:
-    """pid/tid as an int. Some traces use strings ("Spans", "stream 7"): a stable hash."""
-    if value is None:
-        return None
-    if type(value) is int:
-        return value
-    if isinstance(value, (Decimal, float)):
-        return int(value)
-    textual = str(value).strip()
-    if textual.lstrip("-").isdigit():
-        return int(textual)
-    # Deterministic across runs and machines (unlike hash()); negative so it never
-    # collides with an OS pid/tid.
-    return -1 - zlib.crc32(textual.encode("utf-8"))
-
-
-def _int_or_none(value: Any) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    raise TypeError(f"cannot serialise {type(value).__name__}")
-
-
-def _dump(value: Any) -> str | None:
-    if value is None:
-        return None
-    return json.dumps(value, default=_json_default, separators=(", ", ": "))
-
-
 @dataclass
 class Roles:
     """The spec's category and args tables, flattened for the hot loop."""
@@ -137,47 +90,17 @@ class Roles:
         return cls(role_of, args)
 
 
-@dataclass
-class FileState:
-    """What one file tells besides its events."""
-
-    index: int
-    path: Path
-    header: dict[str, Any] = field(default_factory=dict)
-    devices_seen: set[int] = field(default_factory=set)
-    runtime_pids: Counter[int] = field(default_factory=Counter)
-    cpu_pids: Counter[int] = field(default_factory=Counter)
-    events: int = 0
-
-    @property
-    def base_ns(self) -> int:
-        base = self.header.get("baseTimeNanoseconds")
-        return int(base) if base is not None else 0
-
-    @property
-    def main_pid(self) -> int | None:
-        counts = self.runtime_pids or self.cpu_pids
-        return counts.most_common(1)[0][0] if counts else None
-
-
-class KinetoReader:
+class KinetoReader(TraceRows):
     """Walks the events of every file of a run and stages their rows."""
 
     def __init__(self, ctx: IngestContext) -> None:
-        self.ctx = ctx
-        self.connection: Connection = ctx.connection
-        self.roles = Roles.from_spec(ctx.spec.data)
-        self.stage = {name: StageTable(self.connection, name, columns)
-                      for name, columns in STAGES.items()}
-        self.kernel_names: dict[str, int] = {}
-        self.api_names: dict[str, int] = {}
-        self.process_names: dict[int, str] = {}
-        self.thread_names: dict[tuple[int, int], str] = {}
-        self.threads: set[tuple[int, int]] = set()
+        super().__init__(ctx)
+        data = ctx.spec.data if "categories" in ctx.spec.data else spec_by_id("kineto-json").data
+        self.roles = Roles.from_spec(data)
         self.categories: Counter[str] = Counter()
-        self.files: list[FileState] = []
-        self.pending: dict[tuple[Any, Any, Any], list[Any]] = {}
         self.flows = 0
+        self.pending: dict[tuple[Any, Any, Any], list[Any]] = {}
+        self.store_gpu_ranges = bool(data.get("store", {}).get("gpu_annotations"))
         self.handlers = {
             "kernel": self._kernel, "memcpy": self._memcpy, "memset": self._memset,
             "runtime": self._runtime, "driver": self._driver, "cpu_op": self._cpu_op,
@@ -256,27 +179,25 @@ class KinetoReader:
     def _kernel(self, state: FileState, event: dict[str, Any]) -> None:
         args = event.get("args") or {}
         name = event.get("name") or "<unnamed kernel>"
-        key = self.kernel_names.get(name)
-        if key is None:
-            key = self.kernel_names[name] = len(self.kernel_names)
+        key = self.kernel_key(name)
         start, end = self._times(event)
-        device = _int_or_none(self._arg(args, "device"))
+        device = int_or_none(self._arg(args, "device"))
         if device is None:
             device = int_id(event.get("pid"))
-        stream = _int_or_none(self._arg(args, "stream"))
+        stream = int_or_none(self._arg(args, "stream"))
         if stream is None:
             stream = int_id(event.get("tid"))
         if device is not None:
             state.devices_seen.add(device)
         grid = self._arg(args, "grid") or (None, None, None)
         block = self._arg(args, "block") or (None, None, None)
-        external = _int_or_none(self._arg(args, "external_id")) or None
-        correlation = _int_or_none(self._arg(args, "correlation"))
+        external = int_or_none(self._arg(args, "external_id")) or None
+        correlation = int_or_none(self._arg(args, "correlation"))
         row = [state.index, key, device, stream, start, end, *_dims(grid), *_dims(block),
-               _int_or_none(self._arg(args, "registers")),
-               _int_or_none(self._arg(args, "shared_memory")), correlation, external,
-               _int_or_none(self._arg(args, "graph_node_id")),
-               _int_or_none(self._arg(args, "graph_id"))]
+               int_or_none(self._arg(args, "registers")), None,
+               int_or_none(self._arg(args, "shared_memory")), correlation, external,
+               int_or_none(self._arg(args, "graph_node_id")),
+               int_or_none(self._arg(args, "graph_id"))]
         if correlation is None:
             # Legacy traces may only link through the ac2g/async_gpu flow that follows.
             self.pending[(event.get("pid"), event.get("tid"), event.get("ts"))] = row
@@ -291,7 +212,7 @@ class KinetoReader:
             return
         row = self.pending.pop((event.get("pid"), event.get("tid"), event.get("ts")), None)
         if row is not None:
-            row[14] = _int_or_none(event.get("id"))
+            row[CORRELATION_AT] = int_or_none(event.get("id"))
             self.stage["tk_kernel"].add(tuple(row))
 
     def _flush_pending(self) -> None:
@@ -302,16 +223,16 @@ class KinetoReader:
     def _memory(self, state: FileState, event: dict[str, Any], kind: str) -> None:
         args = event.get("args") or {}
         start, end = self._times(event)
-        device = _int_or_none(self._arg(args, "device"))
+        device = int_or_none(self._arg(args, "device"))
         if device is None:
             device = int_id(event.get("pid"))
         if device is not None:
             state.devices_seen.add(device)
-        stream = _int_or_none(self._arg(args, "stream"))
+        stream = int_or_none(self._arg(args, "stream"))
         self.stage["tk_memory"].add((
             state.index, kind, device, stream if stream is not None else int_id(event.get("tid")),
-            start, end, _int_or_none(self._arg(args, "bytes")),
-            _int_or_none(self._arg(args, "correlation"))))
+            start, end, int_or_none(self._arg(args, "bytes")),
+            int_or_none(self._arg(args, "correlation"))))
 
     def _memcpy(self, state: FileState, event: dict[str, Any]) -> None:
         self._memory(state, event, "memcpy")
@@ -322,17 +243,15 @@ class KinetoReader:
     def _api(self, state: FileState, event: dict[str, Any], kind: str) -> None:
         args = event.get("args") or {}
         name = event.get("name") or ""
-        key = self.api_names.get(name)
-        if key is None:
-            key = self.api_names[name] = len(self.api_names)
+        key = self.api_key(name)
         if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
             kind = "driver"  # legacy traces file driver calls under "Runtime"
         pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
         start, end = self._times(event)
         state.runtime_pids[pid] += 1  # type: ignore[index]
-        self._thread(pid, tid)
+        self.thread(pid, tid)
         self.stage["tk_runtime"].add((state.index, key, kind, start, end,
-                                      _int_or_none(self._arg(args, "correlation")), tid, pid))
+                                      int_or_none(self._arg(args, "correlation")), tid, pid))
 
     def _runtime(self, state: FileState, event: dict[str, Any]) -> None:
         self._api(state, event, "runtime")
@@ -345,28 +264,26 @@ class KinetoReader:
         pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
         start, end = self._times(event)
         state.cpu_pids[pid] += 1  # type: ignore[index]
-        self._thread(pid, tid)
+        self.thread(pid, tid)
         self.stage["tk_cpu_op"].add((
             state.index, event.get("name") or "", start, end,
-            _int_or_none(self._arg(args, "external_id")) or None, tid, pid,
-            _dump(self._arg(args, "input_types")), _dump(self._arg(args, "input_dims"))))
+            int_or_none(self._arg(args, "external_id")) or None, tid, pid,
+            dump_json(self._arg(args, "input_types")), dump_json(self._arg(args, "input_dims"))))
 
     def _annotation(self, state: FileState, event: dict[str, Any]) -> None:
         pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
         start, end = self._times(event)
         state.cpu_pids[pid] += 1  # type: ignore[index]
-        self._thread(pid, tid)
+        self.thread(pid, tid)
         self.stage["tk_range"].add((state.index, "push_pop", start, end, event.get("name"),
-                                    tid, pid))
+                                    None, tid, pid))
 
     def _gpu_annotation(self, state: FileState, event: dict[str, Any]) -> None:
+        if not self.store_gpu_ranges:
+            return
         start, end = self._times(event)
         self.stage["tk_range"].add((state.index, "gpu_range", start, end, event.get("name"),
-                                    None, None))
-
-    def _thread(self, pid: int | None, tid: int | None) -> None:
-        if pid is not None and tid is not None:
-            self.threads.add((pid, tid))
+                                    None, None, None))
 
     def _metadata(self, event: dict[str, Any]) -> None:
         args = event.get("args") or {}
@@ -385,107 +302,10 @@ class KinetoReader:
 
     # -- finishing ----------------------------------------------------------------------
 
-    def finish(self) -> dict[str, Any]:
-        """Move staged rows into the store tables; returns counts for the run's meta."""
-        for table in self.stage.values():
-            table.flush()
-        base = min(state.base_ns for state in self.files)
-        file_stage = self.stage["tk_file"]
-        for state in self.files:
-            file_stage.add((state.index, state.base_ns - base, state.main_pid))
-        file_stage.flush()
-        run_id = self.ctx.run_id
-        write_rows(self.connection, "kernel_names", ("run_id", "source_key", "name"),
-                   [(run_id, key, name) for name, key in self.kernel_names.items()])
-        write_rows(self.connection, "api_names", ("run_id", "source_key", "name"),
-                   [(run_id, key, name) for name, key in self.api_names.items()])
-        params = {"run_id": run_id}
-        for statement in FINISH_SQL:
-            self.connection.execute(text(statement), params)
-        self._write_processes_and_threads()
-        self._write_devices()
-        counts = {name.removeprefix("tk_"): table.count for name, table in self.stage.items()
-                  if name != "tk_file"}
-        for table in self.stage.values():
-            table.drop()
-        return {"time_base_ns": base, "counts": counts}
-
-    def _write_processes_and_threads(self) -> None:
-        run_id = self.ctx.run_id
-        pids = sorted({pid for pid, _ in self.threads})
-        write_rows(self.connection, "processes", ("run_id", "global_pid", "pid", "name"),
-                   [(run_id, pid, pid if 0 <= pid < 2**31 else None,
-                     self.process_names.get(pid)) for pid in pids])
-        write_rows(self.connection, "threads",
-                   ("run_id", "global_tid", "global_pid", "tid", "name"),
-                   [(run_id, tid, pid, tid if 0 <= tid < 2**31 else None,
-                     self.thread_names.get((pid, tid))) for pid, tid in sorted(self.threads)])
-
-    def _write_devices(self) -> None:
-        rows: dict[tuple[int, int | None], tuple[Any, ...]] = {}
-        for state in self.files:
-            properties = {int(p["id"]): p for p in state.header.get("deviceProperties") or []
-                          if isinstance(p, dict) and p.get("id") is not None}
-            for device in sorted(state.devices_seen):
-                p = properties.get(device, {})
-                major, minor = _int_or_none(p.get("computeMajor")), _int_or_none(
-                    p.get("computeMinor"))
-                arch = f"sm{major}{minor}" if major is not None and minor is not None else None
-                rows.setdefault((device, state.main_pid), (
-                    self.ctx.run_id, device, state.main_pid, p.get("name"), major, minor,
-                    _int_or_none(p.get("numSms")), _int_or_none(p.get("totalGlobalMem")),
-                    p.get("uuid"), arch, "trace" if arch else None))
-        write_rows(self.connection, "devices",
-                   ("run_id", "device_index", "global_pid", "name", "compute_major",
-                    "compute_minor", "sm_count", "memory_bytes", "uuid", "arch", "arch_source"),
-                   list(rows.values()))
-
-
-#: staged rows → store tables, times shifted onto the run's base, names resolved to ids
-FINISH_SQL: tuple[str, ...] = (
-    """INSERT INTO runtime_calls (run_id, name_id, kind, start_ns, end_ns, correlation_id,
-                                  global_tid, global_pid)
-       SELECT :run_id, a.id, r.kind, r.start_ns + f.offset_ns, r.end_ns + f.offset_ns,
-              r.correlation_id, r.tid, r.pid
-       FROM tk_runtime r JOIN tk_file f ON f.file_index = r.file_index
-       JOIN api_names a ON a.run_id = :run_id AND a.source_key = r.name_key""",
-    """INSERT INTO kernels (run_id, name_id, device, stream, start_ns, end_ns, grid_x, grid_y,
-                            grid_z, block_x, block_y, block_z, registers, dynamic_smem,
-                            correlation_id, external_id, graph_node_id, graph_id, global_pid,
-                            global_tid, launch_start_ns, launch_end_ns)
-       SELECT :run_id, n.id, k.device, k.stream, k.start_ns + f.offset_ns, k.end_ns + f.offset_ns,
-              k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers, k.smem,
-              k.correlation_id, k.external_id, k.graph_node_id, k.graph_id,
-              COALESCE(l.pid, f.main_pid), l.tid, l.s + f.offset_ns, l.e + f.offset_ns
-       FROM tk_kernel k JOIN tk_file f ON f.file_index = k.file_index
-       JOIN kernel_names n ON n.run_id = :run_id AND n.source_key = k.name_key
-       LEFT JOIN (SELECT file_index, correlation_id AS cid, MIN(pid) AS pid, MIN(tid) AS tid,
-                         MIN(start_ns) AS s, MAX(end_ns) AS e
-                  FROM tk_runtime WHERE correlation_id IS NOT NULL
-                  GROUP BY file_index, correlation_id) l
-         ON l.file_index = k.file_index AND l.cid = k.correlation_id""",
-    """INSERT INTO memory_ops (run_id, kind, device, stream, start_ns, end_ns, bytes,
-                               correlation_id, global_pid)
-       SELECT :run_id, m.kind, m.device, m.stream, m.start_ns + f.offset_ns,
-              m.end_ns + f.offset_ns, m.bytes, m.correlation_id, f.main_pid
-       FROM tk_memory m JOIN tk_file f ON f.file_index = m.file_index""",
-    """INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, global_tid, global_pid,
-                            input_types, input_dims)
-       SELECT :run_id, c.name, c.start_ns + f.offset_ns, c.end_ns + f.offset_ns, c.external_id,
-              c.tid, c.pid, c.input_types, c.input_dims
-       FROM tk_cpu_op c JOIN tk_file f ON f.file_index = c.file_index""",
-    """INSERT INTO nvtx_ranges (run_id, kind, start_ns, end_ns, text, domain, global_tid,
-                                global_pid)
-       SELECT :run_id, r.kind, r.start_ns + f.offset_ns, r.end_ns + f.offset_ns, r.text, NULL,
-              r.tid, r.pid
-       FROM tk_range r JOIN tk_file f ON f.file_index = r.file_index""",
-)
-
-
 def _dims(values: Any) -> tuple[int | None, int | None, int | None]:
     if not isinstance(values, (list, tuple)):
         return None, None, None
-    padded = [_int_or_none(v) for v in values[:3]] + [None] * (3 - min(len(values), 3))
+    padded = [int_or_none(v) for v in values[:3]] + [None] * (3 - min(len(values), 3))
     return padded[0], padded[1], padded[2]
 
 
@@ -678,5 +498,5 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         producer="kineto",
         producer_version=f"cupti {cupti.pop()}" if len(cupti) == 1 else None,
         schema_version=str(schema) if schema is not None else "legacy",
-        meta_json=json.dumps(meta, sort_keys=True, default=_json_default),
+        meta_json=json.dumps(meta, sort_keys=True, default=json_default),
     )
