@@ -233,7 +233,7 @@ def test_nvfp4_w4a4_on_sm120_running_fp4_kernels_is_confirmed(store: Store) -> N
     assert not errors(findings)
     assert "silent-fallback" not in rules_of(findings)
     assert "prefill:" in verdict and "decode:" in verdict
-    assert "native path, no fallback" in verdict and "ran fp4 (cutlass)" in verdict
+    assert "native path, no fallback" in verdict and "ran fp4 (CUTLASS)" in verdict
 
 
 def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -> None:
@@ -287,7 +287,7 @@ def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -
 def test_the_same_label_gets_opposite_verdicts(store: Store) -> None:
     native = make_run(store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})])
     marlin = make_run(
-        store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})]
+        store, [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})]
     )
     assert W4A4.quant == "NVFP4"
     assert not errors(judge(store, native, W4A4)[0])
@@ -344,7 +344,7 @@ def test_marlin_warning_with_native_fp4_kernels_is_info_only(store: Store) -> No
 def test_fp8_checkpoint_on_a100_running_fp8_marlin_is_hardware_limited(store: Store) -> None:
     run = make_run(
         store,
-        [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
+        [K(MARLIN_FP8, "gemm", "weight_only", "marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
         device=A100,
     )
     findings, verdict = judge(store, run, FP8)
@@ -357,7 +357,7 @@ def test_fp8_checkpoint_on_a100_running_fp8_marlin_is_hardware_limited(store: St
 def test_fp8_checkpoint_on_h100_running_fp8_marlin_is_a_fallback(store: Store) -> None:
     run = make_run(
         store,
-        [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
+        [K(MARLIN_FP8, "gemm", "weight_only", "marlin", "bf16", "fp8", ns={"decode": 1_000_000})],
         device=H100,
     )
     findings, verdict = judge(store, run, FP8)
@@ -378,7 +378,7 @@ def test_fp8_checkpoint_on_h100_running_fp8_kernels(store: Store) -> None:
 def test_nvfp4_w4a4_on_h100_running_marlin_is_hardware_limited(store: Store) -> None:
     run = make_run(
         store,
-        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})],
         device=H100,
     )
     findings, verdict = judge(store, run, W4A4)
@@ -465,7 +465,7 @@ def test_mixed_checkpoint_weight_only_layers_are_by_design(store: Store) -> None
         store,
         [
             K(FP8_SM89, "gemm", "fp8", "cublas", "fp8", ns={"decode": 300_000}),
-            K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 700_000}),
+            K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 700_000}),
         ],
     )
     findings, _ = judge(store, run, MIXED)
@@ -476,8 +476,8 @@ def test_mixed_checkpoint_with_its_native_layers_gone_is_a_fallback(store: Store
     run = make_run(
         store,
         [
-            K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 300_000}),
-            K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 700_000}),
+            K(MARLIN_FP8, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 300_000}),
+            K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 700_000}),
         ],
     )
     findings, _ = judge(store, run, MIXED)
@@ -503,7 +503,7 @@ def test_partial_weight_only_fallback_in_a_pure_w4a4_checkpoint(store: Store) ->
         store,
         [
             K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"prefill": 600_000}),
-            K(MARLIN_FP4, "grouped_gemm", "weight_only", "Marlin", "bf16", ns={"prefill": 400_000}),
+            K(MARLIN_FP4, "grouped_gemm", "weight_only", "marlin", "bf16", ns={"prefill": 400_000}),
         ],
     )
     findings, _ = judge(store, run, W4A4)
@@ -521,7 +521,7 @@ def test_partial_weight_only_fallback_in_a_pure_w4a4_checkpoint(store: Store) ->
 def test_no_declaration_gives_verdict_without_errors(store: Store) -> None:
     run = make_run(
         store,
-        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 940, "prefill": 60})],
+        [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 940, "prefill": 60})],
     )
     findings, verdict = judge(store, run, None)
     assert not errors(findings)
@@ -533,7 +533,7 @@ def test_no_declaration_gives_verdict_without_errors(store: Store) -> None:
 
 def test_expect_word_declaration(store: Store) -> None:
     run = make_run(
-        store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})]
+        store, [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})]
     )
     findings, _ = judge(store, run, declaration_from_word("fp4"))
     assert [f.rule for f in errors(findings)] == ["silent-fallback"]
@@ -542,7 +542,7 @@ def test_expect_word_declaration(store: Store) -> None:
 def test_unknown_gpu_makes_the_fallback_a_warning(store: Store) -> None:
     run = make_run(
         store,
-        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})],
         device=None,
     )
     findings, verdict = judge(store, run, W4A4)
@@ -554,7 +554,7 @@ def test_unknown_gpu_makes_the_fallback_a_warning(store: Store) -> None:
 def test_gpu_override_and_log_device(store: Store) -> None:
     run = make_run(
         store,
-        [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})],
         device=None,
     )
     findings, verdict = judge(store, run, W4A4, gpu_arch="sm120")
@@ -567,7 +567,7 @@ def test_gpu_override_and_log_device(store: Store) -> None:
     # --gpu wins over the trace: the H100 run judged as an A100 is hardware-limited
     h100_run = make_run(
         store,
-        [K(MARLIN_FP8, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})],
+        [K(MARLIN_FP8, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})],
         device=H100,
     )
     findings, verdict = judge(store, h100_run, FP8, gpu_arch="sm80")
@@ -707,7 +707,7 @@ def test_kv_cache_declared_fp8_but_attention_reads_bf16(store: Store) -> None:
 
 def test_rerun_replaces_findings(store: Store) -> None:
     run = make_run(
-        store, [K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", ns={"decode": 1_000})]
+        store, [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})]
     )
     judge(store, run, W4A4)
     judge(store, run, W4A16)
@@ -794,7 +794,7 @@ def test_emulation_dequant_to_bf16_is_a_fallback(store: Store) -> None:
     )
     findings, verdict = judge(store, run, W4A4)
     fallback = next(f for f in findings if f.rule == "silent-fallback")
-    assert fallback.share == pytest.approx(1.0) and "ran bf16 (cublas)" in fallback.message
+    assert fallback.share == pytest.approx(1.0) and "ran bf16 (cuBLAS)" in fallback.message
 
 
 def test_mxfp4_opt_in_verdict(store: Store) -> None:

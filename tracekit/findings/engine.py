@@ -179,7 +179,7 @@ def _phases(gemm: Sequence[PathTime]) -> list[_PhaseTime]:
     return result
 
 
-def _detail(phase: _PhaseTime, paths: Iterable[str]) -> str:
+def _detail(phase: _PhaseTime, paths: Iterable[str], rules: FindingRules) -> str:
     """The " (Marlin, BF16 math)" part: libraries that ran these paths, and the weight-only math."""
     wanted = set(paths)
     libraries: dict[str, int] = defaultdict(int)
@@ -191,7 +191,8 @@ def _detail(phase: _PhaseTime, paths: Iterable[str]) -> str:
             libraries[row.library] += row.ns
         if row.path == "weight_only" and row.activations:
             math[row.activations] += row.ns
-    parts = [lib for lib, _ in sorted(libraries.items(), key=lambda kv: -kv[1])[:2]]
+    ranked = sorted(libraries.items(), key=lambda kv: -kv[1])[:2]
+    parts = [rules.library(lib) for lib, _ in ranked]
     if math:
         parts.append(f"{max(math, key=lambda k: math[k]).upper()} math")
     return f" ({', '.join(parts)})" if parts else ""
@@ -208,7 +209,7 @@ def _gpu_fields(ctx: FindingContext) -> dict[str, str]:
 
 
 def _observed_words(paths: Iterable[str]) -> str:
-    words = [p for p in paths]
+    words = list(paths)
     return " + ".join(words) if words else "nothing"
 
 
@@ -226,7 +227,7 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
             **base,
             "share": share,
             "observed": observed,
-            "detail": _detail(phase, paths),
+            "detail": _detail(phase, paths, rules),
             **extra,
         }
         return _Judgement(phase.phase, state, observed, share, fields)

@@ -59,6 +59,11 @@ class FindingRules:
     rules: dict[str, FindingRule]
     verdict: dict[str, str]
     settings: dict[str, float]
+    library_names: dict[str, str]
+
+    def library(self, slug: str) -> str:
+        """How a classification's library slug reads in a message ("marlin" → "Marlin")."""
+        return self.library_names.get(slug, slug)
 
     def rule(self, rule_id: str) -> FindingRule:
         """The rule ``rule_id``; RuleFileError when the pack lacks it."""
@@ -104,4 +109,9 @@ def load_rules() -> FindingRules:
     verdict = dict(data.get("verdict", {}))
     for key in _VERDICT_KEYS:
         require(verdict, key, FINDINGS_FILE, "[verdict]")
-    return FindingRules(rules=rules, verdict=verdict, settings=dict(data.get("settings", {})))
+    return FindingRules(
+        rules=rules,
+        verdict=verdict,
+        settings=dict(data.get("settings", {})),
+        library_names={str(k): str(v) for k, v in data.get("library_names", {}).items()},
+    )
