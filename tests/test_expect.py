@@ -19,6 +19,7 @@ from tracekit.expect.gpu import (
     kernel_archs,
     known_archs,
     native_paths,
+    normalize_arch,
     parse_gpu,
     runs_on,
     short_gpu_name,
@@ -358,6 +359,19 @@ def test_capability_table_cites_every_arch() -> None:
 )
 def test_parse_gpu(value: str, arch: str) -> None:
     assert parse_gpu(value).arch == arch
+
+
+@pytest.mark.parametrize(
+    ("value", "arch"),
+    [
+        ("SM_90a", "sm90"),
+        ("sm100f", "sm100"),
+        ("12.1", "sm121"),
+        ("gfx942:sramecc+:xnack-", "gfx942"),
+    ],
+)
+def test_normalize_arch(value: str, arch: str) -> None:
+    assert normalize_arch(value) == arch
 
 
 def test_parse_gpu_rejects_unknown() -> None:

@@ -137,6 +137,17 @@ _CC_RE = re.compile(r"^(\d{1,2})\.(\d)$")
 _GFX_RE = re.compile(r"(?i)^gfx[0-9a-f]{3,4}$")
 
 
+def normalize_arch(value: str) -> str:
+    """Spell an architecture the way the capability table does: "SM_90a" → "sm90", "9.0" → "sm90",
+    "gfx942:sramecc+:xnack-" → "gfx942". Unrecognized values come back lower-cased."""
+    text = value.strip().lower().split(":")[0]
+    if match := _ARCH_RE.match(text):
+        return f"sm{match.group(1)}"
+    if match := _CC_RE.match(text):
+        return arch_from_capability(int(match.group(1)), int(match.group(2)))
+    return text.replace("_", "")
+
+
 def parse_gpu(value: str) -> GpuSpec:
     """Read a ``--gpu`` value: "sm90", "sm_120a", "9.0", "gfx942", or a product name ("H100").
 

@@ -587,7 +587,7 @@ def _log_findings(
     findings: Sequence[Finding], ctx: FindingContext, rules: FindingRules
 ) -> list[Finding]:
     fallback_lines = [e for e in ctx.log_evidence if e.kind in _FALLBACK_LOG_KINDS]
-    if not fallback_lines or not ctx.gemm:
+    if not fallback_lines:
         return []
     if any(
         f.rule in {"silent-fallback", "fallback-unverified", "hardware-limited"} for f in findings

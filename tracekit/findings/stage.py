@@ -13,7 +13,12 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
 
 from tracekit.expect.checkpoint import Declaration
-from tracekit.expect.gpu import arch_from_capability, arch_from_gpu_name, known_archs
+from tracekit.expect.gpu import (
+    arch_from_capability,
+    arch_from_gpu_name,
+    known_archs,
+    normalize_arch,
+)
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.engine import (
     AttentionTime,
@@ -98,6 +103,7 @@ def build_context(
 ) -> FindingContext:
     """Aggregate what the findings need from the store."""
     device_archs, gpu_name, trace_arch = _devices(connection, run_id)
+    gpu_arch = normalize_arch(gpu_arch) if gpu_arch else None
     if gpu_arch is None:
         log_arch = next((e.gpu_arch for e in log_evidence if e.gpu_arch), None)
         gpu_arch = trace_arch or log_arch
@@ -286,7 +292,7 @@ def _device_arch(
     arch: str | None, major: int | None, minor: int | None, name: str | None
 ) -> str | None:
     if arch:
-        normalized = arch.lower().split(":")[0].replace("_", "")  # "gfx942:sramecc+:xnack-"
+        normalized = normalize_arch(arch)
         if normalized in known_archs():
             return normalized
     from_name = arch_from_gpu_name(name) if name else None
