@@ -235,3 +235,17 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
             .order_by(schema.Classification.name_id)
         ).all()
     assert [tuple(r) for r in rows] == [(1, "bf16", "name"), (2, "fp16", "op_dtypes"), (3, "bf16", "name")]
+
+
+def test_keyword_index_never_hides_a_matching_rule():
+    """The one-pass keyword prefilter must give exactly what per-rule keyword checks give."""
+    from tracekit.classify.engine import all_matches, rule_matches
+
+    names = [row["name"] for row in CORPUS] + [
+        "fillfunctor_fill", "xdeep_gemm::sm90_fp8_gemm", "NCCL_allreduce", "Marlin<", "w4a16",
+    ]
+    for name in names:
+        text = prepare(name).text
+        indexed = [m.rule.id for m in all_matches(text, RULESET)]
+        naive = [r.id for r in RULESET.rules if rule_matches(r, text) is not None]
+        assert indexed == naive, name

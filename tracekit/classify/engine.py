@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from tracekit.classify.model import Classification, Rule, RuleSet
 from tracekit.classify.names import KernelName
@@ -32,10 +32,22 @@ class Match:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def rule_matches(rule: Rule, text: str) -> re.Match[str] | None:
-    """The first pattern match of ``rule`` in ``text``, honouring keywords and excludes."""
-    if rule.keywords and not any(k in text for k in rule.keywords):
-        return None
+def rule_matches(rule: Rule, text: str, lower: str | None = None) -> re.Match[str] | None:
+    """The first pattern match of ``rule`` in ``text``, honouring keywords and excludes.
+
+    Keywords are a cheap substring prefilter: a rule whose patterns ignore case
+    (``(?i)``) compares its keywords with the lower-cased name (``lower``).
+    """
+    if rule.keywords:
+        haystack = text
+        if rule.ignore_case:
+            haystack = lower if lower is not None else text.lower()
+        if not any(k in haystack for k in rule.keywords):
+            return None
+    return _match_patterns(rule, text)
+
+
+def _match_patterns(rule: Rule, text: str) -> re.Match[str] | None:
     for pattern in rule.patterns:
         found = pattern.search(text)
         if found is not None:
@@ -43,6 +55,23 @@ def rule_matches(rule: Rule, text: str) -> re.Match[str] | None:
                 return None
             return found
     return None
+
+
+def _candidates(text: str, ruleset: RuleSet) -> Iterator[tuple[Rule, re.Match[str]]]:
+    """Matching rules in priority order; the keyword index skips rules that cannot match."""
+    lower = text.lower()
+    if ruleset.index is None:
+        for rule in ruleset.rules:
+            found = rule_matches(rule, text, lower)
+            if found is not None:
+                yield rule, found
+        return
+    rules = ruleset.rules
+    for position in ruleset.index.candidates(text, lower):
+        rule = rules[position]
+        found = _match_patterns(rule, text)
+        if found is not None:
+            yield rule, found
 
 
 def derive_path(
@@ -139,20 +168,13 @@ def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
 
 def all_matches(text: str, ruleset: RuleSet) -> list[Match]:
     """Every rule that matches ``text``, highest priority first (for ``rules explain``)."""
-    out = []
-    for rule in ruleset.rules:
-        found = rule_matches(rule, text)
-        if found is not None:
-            out.append(evaluate(rule, found, ruleset))
-    return out
+    return [evaluate(rule, found, ruleset) for rule, found in _candidates(text, ruleset)]
 
 
 def best_match(text: str, ruleset: RuleSet) -> Match | None:
     """The winning match: rules are sorted by priority, so the first hit wins."""
-    for rule in ruleset.rules:
-        found = rule_matches(rule, text)
-        if found is not None:
-            return evaluate(rule, found, ruleset)
+    for rule, found in _candidates(text, ruleset):
+        return evaluate(rule, found, ruleset)
     return None
 
 

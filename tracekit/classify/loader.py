@@ -31,6 +31,7 @@ from tracekit.classify.model import (
     RuleSet,
     Table,
 )
+from tracekit.classify.prefilter import KeywordIndex
 from tracekit.errors import RuleFileError
 
 try:
@@ -115,6 +116,7 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
         operand_types=operand_types,
         feasibility=feasibility,
         sources=tuple(dirs),
+        index=KeywordIndex.build(rules),
     )
 
 
@@ -310,6 +312,11 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
                 arch=raw.get("arch"),
             )
         )
+    # A rule whose every pattern ignores case matches keywords against the lower-cased name.
+    ignore_case = bool(patterns) and all(p.flags & re.IGNORECASE for p in patterns)
+    keywords = _strings(path, text, data, "keywords")
+    if ignore_case:
+        keywords = tuple(k.lower() for k in keywords)
     return Rule(
         id=rule_id,
         source=str(path),
@@ -319,7 +326,8 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         references=_strings(path, text, data, "references"),
         patterns=patterns,
         exclude=_regexes(path, text, data, "exclude"),
-        keywords=_strings(path, text, data, "keywords"),
+        keywords=keywords,
+        ignore_case=ignore_case,
         labels=labels,
         decode=tuple(decode),
         requires_arch=_strings(path, text, data, "requires_arch"),

@@ -152,6 +152,7 @@ class Rule:
     requires_arch: tuple[str, ...]
     reason: str | None
     examples: tuple[Example, ...]
+    ignore_case: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,8 @@ class RuleSet:
     operand_types: Mapping[str, str]
     feasibility: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()
+    #: keyword prefilter (tracekit.classify.prefilter.KeywordIndex), built by load_ruleset
+    index: Any = field(default=None, compare=False, repr=False)
 
     def get(self, rule_id: str) -> Rule | None:
         for rule in self.rules:
