@@ -32,8 +32,7 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "tk_kernel": tuple((c, "BIGINT") for c in (
         "file_index", "name_key", "device", "stream", "start_ns", "end_ns", "grid_x", "grid_y",
         "grid_z", "block_x", "block_y", "block_z", "registers", "static_smem", "smem",
-        "correlation_id",
-        "external_id", "graph_node_id", "graph_id")),
+        "correlation_id", "external_id", "graph_node_id", "graph_id")),
     "tk_runtime": (("file_index", "BIGINT"), ("name_key", "BIGINT"), ("kind", "TEXT"),
                    ("start_ns", "BIGINT"), ("end_ns", "BIGINT"), ("correlation_id", "BIGINT"),
                    ("tid", "BIGINT"), ("pid", "BIGINT")),
@@ -217,7 +216,8 @@ FINISH_SQL: tuple[str, ...] = (
                             correlation_id, external_id, graph_node_id, graph_id, global_pid,
                             global_tid, launch_start_ns, launch_end_ns)
        SELECT :run_id, n.id, k.device, k.stream, k.start_ns + f.offset_ns, k.end_ns + f.offset_ns,
-              k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers, k.static_smem, k.smem,
+              k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers,
+              k.static_smem, k.smem,
               k.correlation_id, k.external_id, k.graph_node_id, k.graph_id,
               COALESCE(l.pid, f.main_pid), l.tid, l.s + f.offset_ns, l.e + f.offset_ns
        FROM tk_kernel k JOIN tk_file f ON f.file_index = k.file_index

@@ -151,9 +151,9 @@ class KinetoReader(TraceRows):
         if role is None:
             if event.get("ph") == "M":
                 self._metadata(event)
-            self.categories[cat or event.get("ph") or "?"] += 1
+            self.categories[str(cat or event.get("ph") or "?")] += 1
             return
-        self.categories[cat] += 1
+        self.categories[str(cat)] += 1
         if role == "flow":
             self._flow(event)
             return

@@ -190,7 +190,7 @@ class NcuReader:
             if len(row) <= value_at:
                 continue
             key = tuple(row[position] for _, position in ident)
-            if key != current_key:
+            if current is None or key != current_key:
                 if current is not None:
                     yield current
                 current = Launch({name: row[position] for name, position in ident})
@@ -263,11 +263,13 @@ class NcuReader:
     def _duration(self, launch: Launch) -> int | None:
         found = launch.first(self.spec["launch"]["duration"])
         factors = self.spec["time_units"]
-        if found is None or found[1] is None or (found[0] or "ns") not in factors:
+        # Without a unit (a raw page without its units row) the scale is unknown: ncu
+        # auto-scales to ns/us/ms per value. Counted in the meta, never guessed.
+        if found is None or found[1] is None or found[0] not in factors:
             self.missing_duration += 1
             return None
         unit, value, _ = found
-        return round(value * factors[unit or "ns"])  # type: ignore[operator]
+        return round(value * factors[unit])  # type: ignore[operator,index]
 
     def _integer(self, launch: Launch, names: list[str]) -> int | None:
         found = launch.first(names)
