@@ -1,4 +1,5 @@
-"""A small analyzed run for the report tests, independent of the classify/phases stages.
+"""Helpers of the report tests: a small analyzed run, independent of the classify/phases
+stages, and headless Chromium.
 
 The trace is a real nsys-schema SQLite file from ``tracekit.synth.nsys``, ingested by the real
 pipeline; classifications, steps (from the NVTX step markers), kernel phases, findings and
@@ -11,8 +12,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from sqlalchemy import text
@@ -28,7 +30,8 @@ FP4_GEMM = ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<"
             "Sm100BlockScaledTmaUmma>>>(Params)")
 MARLIN_GEMM = ("void marlin::Marlin<(vllm::ScalarTypeId)5, 256, 1, 8, 8, true, 4, 8, "
                "false>(int4 const*, int4 const*, int4*, int4*, int4 const*, int, int, int)")
-ATTENTION = "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, cutlass::bfloat16_t>>(Flash_fwd_params)"
+ATTENTION = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, "
+             "cutlass::bfloat16_t>>(Flash_fwd_params)")
 QUANT = "void vllm::cvt_fp16_to_fp4<__nv_bfloat16, false>(int, int, int64_t const*, int*)"
 
 CLASSES = {
@@ -60,7 +63,7 @@ def scenario(gemm: str, *, decode_steps: int = 6, stream2: int = 13) -> Scenario
                                     compute_capability=(10, 0), sm_count=148, steps=steps)])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scenario_file(gemm: str, decode_steps: int) -> Path:
     """Each scenario is written once per test session (writing nsys's schema takes seconds)."""
     folder = Path(tempfile.mkdtemp(prefix="tracekit-report-scenario-"))
@@ -144,3 +147,18 @@ def annotate(connection, run_id: int, *, declared_fp4: bool) -> None:  # type: i
 def open_test_store(folder: Path) -> Store:
     """A fresh SQLite store in ``folder``."""
     return open_store(str(folder / "store.db"), write=True)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WINDOW = (1400, 2000)
+
+
+def chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Run Debian's headless Chromium on ``page`` (flags that work as root, offline)."""
+    assert CHROMIUM is not None
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+               "--no-first-run", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+               f"--window-size={WINDOW[0]},{WINDOW[1]}", "--hide-scrollbars",
+               "--virtual-time-budget=10000", *extra, page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import struct
-import subprocess
 import sys
 import zlib
 from html.parser import HTMLParser
@@ -25,10 +23,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from report_scenario import (  # noqa: E402
+    CHROMIUM,
     EVIL_NAME,
     MARLIN_GEMM,
     SCRIPT_NAME,
+    WINDOW,
     analyzed_run,
+    chromium,
     open_test_store,
 )
 
@@ -42,9 +43,6 @@ from tracekit.report.html import (  # noqa: E402
 )
 from tracekit.report.palette import PATH_COLORS, PHASE_COLORS  # noqa: E402
 from tracekit.report.timeline import TimelineOptions, timeline_data  # noqa: E402
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-WINDOW = (1400, 2000)
 
 
 @pytest.fixture(scope="module")
@@ -132,16 +130,6 @@ def test_write_html_refuses_a_missing_folder(report: dict[str, Any]) -> None:
 
 # --- the browser --------------------------------------------------------------------------
 
-def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-               "--no-first-run", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
-               f"--window-size={WINDOW[0]},{WINDOW[1]}", "--hide-scrollbars",
-               "--virtual-time-budget=10000", *extra, page.as_uri()]
-    return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-
-
 class _Dom(HTMLParser):
     """Tags, the text under each id'd element, and data-rect attributes of a dumped DOM."""
 
@@ -193,7 +181,7 @@ def _png_rows(path: Path, last_row: int) -> tuple[int, int, list[bytearray]]:
             for i in range(channels, stride):
                 line[i] = (line[i] + line[i - channels]) & 0xFF
         elif kind == 2:
-            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous))
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous, strict=True))
         elif kind == 3:
             for i in range(stride):
                 left = line[i - channels] if i >= channels else 0
@@ -228,9 +216,9 @@ def _count_color(rows: list[bytearray], channels: int, rect: tuple[int, ...], co
 
 @pytest.mark.chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-def test_report_renders_in_headless_chromium(report: dict[str, Any], tmp_path: Path) -> None:
+def test_report_renders_in_headlesschromium(report: dict[str, Any], tmp_path: Path) -> None:
     page: Path = report["path"]
-    dumped = _chromium(page, tmp_path / "profile-dom", "--enable-logging=stderr", "--v=0",
+    dumped = chromium(page, tmp_path / "profile-dom", "--enable-logging=stderr", "--v=0",
                        "--dump-dom")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     console = [line for line in dumped.stderr.splitlines() if "CONSOLE" in line]
@@ -251,7 +239,7 @@ def test_report_renders_in_headless_chromium(report: dict[str, Any], tmp_path: P
         assert width > 300 and height > 200 and y + height <= WINDOW[1], dom.rects
 
     screenshot = tmp_path / "report.png"
-    shot = _chromium(page, tmp_path / "profile-shot", f"--screenshot={screenshot}")
+    shot = chromium(page, tmp_path / "profile-shot", f"--screenshot={screenshot}")
     assert shot.returncode == 0 and screenshot.exists(), shot.stderr[-2000:]
     bottom = max(y + h for _, y, _, h in dom.rects.values())
     width, channels, rows = _png_rows(screenshot, bottom)
@@ -263,3 +251,28 @@ def test_report_renders_in_headless_chromium(report: dict[str, Any], tmp_path: P
     assert _count_color(rows, channels, timeline, PHASE_COLORS["decode"]) > 200
     # The breakdown's stacked bars: weight_only dominates both phases.
     assert _count_color(rows, channels, breakdown, PATH_COLORS["weight_only"]) > 10_000
+
+
+def test_cli_report_writes_html_and_perfetto(report: dict[str, Any]) -> None:
+    from click.testing import CliRunner
+
+    from tracekit.cli import cli
+
+    store = str(report["folder"] / "store.db")
+    html, trace = report["folder"] / "cli.html", report["folder"] / "cli.json"
+    result = CliRunner().invoke(cli, ["report", "-1", "--store", store, "--html", str(html),
+                                      "--perfetto", str(trace)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""  # files only: notices go to stderr
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html.read_text()
+    events = json.loads(trace.read_text())["traceEvents"]
+    kernels = [e for e in events if e["ph"] == "X" and e["cat"] != "step"]
+    assert len(kernels) == report["document"]["summary"]["kernel_count"]
+    summary = CliRunner().invoke(cli, ["report", "latest", "--store", store])
+    assert summary.exit_code == 0 and "weight_only" in summary.stdout
+    document = json.loads(CliRunner().invoke(
+        cli, ["report", str(report["run_id"]), "--store", store, "--json"]).stdout)
+    assert document["run"]["id"] == report["run_id"]
+    missing = CliRunner().invoke(cli, ["report", "-5", "--store", store])
+    assert missing.exit_code == 2
+    assert missing.stderr.startswith("tracekit: error: run -5: the store holds 1 run(s)")

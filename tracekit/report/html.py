@@ -162,3 +162,18 @@ def write_html(document: dict[str, Any], store: Store, run_id: int, path: Path,
     with store.connect() as connection:
         timeline = timeline_data(connection, run_id, options)
     return write_text_atomic(Path(path), render_html(document, timeline))
+
+
+def render_diff_html(diff: dict[str, Any]) -> str:
+    """The comparison page of two runs (``tracekit diff --html``)."""
+    page_data = {"diff": diff, "path_order": list(PATH_ORDER), "path_colors": PATH_COLORS}
+    path_rows = [("all", diff["gemm_paths"])] + [
+        (phase, data["paths"]) for phase, data in diff["phases"].items()]
+    return environment().get_template("diff.html.j2").render(
+        tracekit_version=__version__, plotlyjs=plotly_js(), data_json=script_json(page_data),
+        diff=diff, path_rows=path_rows, severity_colors=SEVERITY_COLORS)
+
+
+def write_diff_html(diff: dict[str, Any], path: Path) -> Path:
+    """Write the comparison page to ``path``."""
+    return write_text_atomic(Path(path), render_diff_html(diff))

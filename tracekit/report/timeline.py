@@ -131,7 +131,7 @@ def _detail_window(connection: Connection, run_id: int, t0: int, start: int, bud
         begin.append(start_ns - t0)
         duration.append(end_ns - start_ns)
         name.append(name_ids.setdefault(name_id, len(name_ids)))
-    window_end = max((b + d for b, d in zip(begin, duration)), default=0) + t0
+    window_end = max((b + d for b, d in zip(begin, duration, strict=True)), default=0) + t0
     return {
         "names": _name_table(connection, run_id, name_ids),
         "kernels": {"track": track, "start": begin, "dur": duration, "name": name},
