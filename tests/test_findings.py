@@ -535,8 +535,9 @@ def test_expect_word_declaration(store: Store) -> None:
     run = make_run(
         store, [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})]
     )
-    findings, _ = judge(store, run, declaration_from_word("fp4"))
+    findings, verdict = judge(store, run, declaration_from_word("fp4"))
     assert [f.rule for f in errors(findings)] == ["silent-fallback"]
+    assert "although --expect states W4A4 FP4 and the RTX 5090 (sm120)" in verdict
 
 
 def test_unknown_gpu_makes_the_fallback_a_warning(store: Store) -> None:

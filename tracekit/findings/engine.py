@@ -20,7 +20,7 @@ from typing import Any
 
 from tracekit.errors import RuleFileError
 from tracekit.expect.checkpoint import QUANTIZED_PATHS, Declaration
-from tracekit.expect.gpu import arch_info, kernel_archs, native_paths, runs_on, short_gpu_name
+from tracekit.expect.gpu import kernel_archs, native_paths, runs_on, short_gpu_name
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
 
@@ -200,11 +200,7 @@ def _detail(phase: _PhaseTime, paths: Iterable[str], rules: FindingRules) -> str
 
 def _gpu_fields(ctx: FindingContext) -> dict[str, str]:
     arch = ctx.gpu_arch or "unknown arch"
-    if ctx.gpu_name:
-        gpu = short_gpu_name(ctx.gpu_name)
-    else:
-        info = arch_info(ctx.gpu_arch) if ctx.gpu_arch else None
-        gpu = f"{info.family} GPU" if info else "GPU"
+    gpu = short_gpu_name(ctx.gpu_name) if ctx.gpu_name else "GPU"  # "the GPU (sm120)"
     return {"gpu": gpu, "arch": arch}
 
 
@@ -240,6 +236,7 @@ def _judge(phase: _PhaseTime, ctx: FindingContext, rules: FindingRules) -> _Judg
         return judgement("no_declaration", [known_dominant], known_ns)
 
     declared = decl.label
+    base["declarer"] = "--expect states" if decl.method == "expect" else "the checkpoint declares"
     native = native_paths(ctx.gpu_arch) if ctx.gpu_arch else frozenset()
     capability_known = bool(native)
     weight_only_ns = phase.by_path.get("weight_only", 0)
