@@ -38,7 +38,7 @@ def _trie_regex(words: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class _Space:
-    """Keywords compared with the name as is, or with the lower-cased name."""
+    """Finds which of a set of (lower-case) keywords occur in a lower-cased name, in one scan."""
 
     pattern: re.Pattern[str] | None
     implied: Mapping[str, frozenset[str]]
@@ -56,42 +56,56 @@ def _space(keywords: set[str]) -> _Space:
     if not keywords:
         return _Space(None, {})
     implied = {k: frozenset(other for other in keywords if other in k) for k in keywords}
-    return _Space(re.compile("(?=(" + _trie_regex(keywords) + "))"), implied)
+    # A leading character class lets the regex engine skip quickly to positions where some
+    # keyword can start; the look-behind then captures the whole keyword from that position.
+    first = "".join(sorted({re.escape(k[0]) for k in keywords}))
+    return _Space(re.compile(f"[{first}](?<=(?=({_trie_regex(keywords)})).)"), implied)
 
 
 @dataclass(frozen=True)
 class KeywordIndex:
-    """Finds, for one name, which rules (by position in the priority-sorted list) can match."""
+    """Finds, for one name, which rules (by position in the priority-sorted list) can match.
 
-    exact: _Space
-    folded: _Space
-    exact_rules: Mapping[str, frozenset[int]]
+    All keywords are scanned in the lower-cased name; a case-sensitive keyword found that way
+    is then confirmed with a plain ``in`` on the original name.
+    """
+
+    space: _Space
     folded_rules: Mapping[str, frozenset[int]]
+    exact_rules: Mapping[str, tuple[tuple[str, frozenset[int]], ...]]
     always: frozenset[int]
 
     @classmethod
     def build(cls, rules: Sequence[Rule]) -> "KeywordIndex":
-        exact: dict[str, set[int]] = {}
         folded: dict[str, set[int]] = {}
+        exact: dict[str, dict[str, set[int]]] = {}
         always = set()
         for position, rule in enumerate(rules):
             if not rule.keywords:
                 always.add(position)
             for keyword in rule.keywords:
-                (folded if rule.ignore_case else exact).setdefault(keyword, set()).add(position)
+                if rule.ignore_case:
+                    folded.setdefault(keyword, set()).add(position)
+                else:
+                    exact.setdefault(keyword.lower(), {}).setdefault(keyword, set()).add(position)
         return cls(
-            exact=_space(set(exact)),
-            folded=_space(set(folded)),
-            exact_rules={k: frozenset(v) for k, v in exact.items()},
+            space=_space(set(folded) | set(exact)),
             folded_rules={k: frozenset(v) for k, v in folded.items()},
+            exact_rules={
+                low: tuple((k, frozenset(v)) for k, v in variants.items())
+                for low, variants in exact.items()
+            },
             always=frozenset(always),
         )
 
     def candidates(self, text: str, lower: str) -> list[int]:
         """Positions of the rules that must run their regexes on this name, in priority order."""
         chosen = set(self.always)
-        for keyword in self.exact.found(text):
-            chosen |= self.exact_rules[keyword]
-        for keyword in self.folded.found(lower):
-            chosen |= self.folded_rules[keyword]
+        for keyword in self.space.found(lower):
+            rules = self.folded_rules.get(keyword)
+            if rules:
+                chosen |= rules
+            for original, positions in self.exact_rules.get(keyword, ()):
+                if original in text:
+                    chosen |= positions
         return sorted(chosen)
