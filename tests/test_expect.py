@@ -125,6 +125,24 @@ def test_directory_reads_config_and_kv_from_hf_quant_config(tmp_path: Path) -> N
     assert declaration.source == str(tmp_path / "config.json")
 
 
+def test_autogptq_and_autoawq_side_configs(tmp_path: Path) -> None:
+    gptq = tmp_path / "gptq"
+    gptq.mkdir()
+    (gptq / "config.json").write_text('{"torch_dtype": "float16"}')
+    (gptq / "quantize_config.json").write_text(
+        '{"bits": 4, "group_size": 128, "desc_act": false, "sym": true, "damp_percent": 0.01}'
+    )
+    declaration = read_declaration(gptq)
+    assert (declaration.path, declaration.method, declaration.compute_dtype) == (
+        "weight_only",
+        "gptq",
+        "fp16",
+    )
+    awq = tmp_path / "quant_config.json"
+    awq.write_text('{"zero_point": true, "q_group_size": 128, "w_bit": 4, "version": "GEMM"}')
+    assert "AWQ, group 128" in read_declaration(awq).format
+
+
 def test_vlm_text_config_quantization(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text(

@@ -179,6 +179,9 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data
 
 
+_SIDE_CONFIGS = ("quantization_config.json", "quantize_config.json", "quant_config.json")
+
+
 def _read_directory(directory: Path) -> Declaration:
     config_path = directory / "config.json"
     modelopt_path = directory / "hf_quant_config.json"
@@ -197,6 +200,13 @@ def _read_directory(directory: Path) -> Declaration:
         if config is not None and declaration.compute_dtype is None:
             declaration = replace(declaration, compute_dtype=_torch_dtype(config))
         return declaration
+    for name in _SIDE_CONFIGS:  # AutoGPTQ / AutoAWQ / bare quantization_config files
+        side = directory / name
+        if side.is_file():
+            declaration = _from_json(_load_json(side), side)
+            if config is not None and declaration.compute_dtype is None:
+                declaration = replace(declaration, compute_dtype=_torch_dtype(config))
+            return declaration
     ggufs = sorted(p for p in directory.iterdir() if p.suffix.lower() == ".gguf")
     if ggufs:
         return _read_gguf(ggufs[0])
@@ -228,6 +238,10 @@ def _from_json(data: Mapping[str, Any], source: Path) -> Declaration:
         declaration = _from_quant_config(section, source)
     elif any(key in data for key in ("quant_method", "config_groups", "quant_algo")):
         declaration = _from_quant_config(data, source)
+    elif "w_bit" in data:  # AutoAWQ quant_config.json
+        declaration = _int_weight_only(data, source, "AWQ")
+    elif "bits" in data and ("group_size" in data or "desc_act" in data):  # quantize_config.json
+        declaration = _int_weight_only(data, source, "GPTQ")
     elif dtype is not None:
         return _unquantized(dtype, source)
     else:
