@@ -435,8 +435,12 @@ def test_kernel_runs_on(name: str, device: str, ok: bool) -> None:
 
 
 def test_runs_on_scopes() -> None:
-    assert runs_on(KernelArch("sm90a", "sm90", "exact"), "sm90")
-    assert not runs_on(KernelArch("sm90a", "sm90", "exact"), "sm100")
+    assert runs_on(KernelArch("sm90", "sm90", "exact"), "sm90")
+    assert not runs_on(KernelArch("sm90", "sm90", "exact"), "sm100")
+    (sm90a,) = kernel_archs("flash_fwd_sm90a_kernel")
+    assert runs_on(sm90a, "sm90") and not runs_on(sm90a, "sm100")
+    (sm100a,) = kernel_archs("bmm_E2m1_E2m1E2m1_Fp32_t128x8x512_TN_sm100a")
+    assert runs_on(sm100a, "sm103") and not runs_on(sm100a, "sm90") and not runs_on(sm100a, "sm120")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -200,7 +200,10 @@ def kernel_archs(name: str) -> tuple[KernelArch, ...]:
                 )
             else:
                 suffix = (groups.get("suffix") or "").lower()
-                scope = {"a": "exact", "f": "family"}.get(suffix, "min")
+                # "a" (arch-specific) strictly means that one arch, but kernel libraries keep an
+                # "sm100a" tag on kernels they also ship for sm103: only a different major
+                # version is certain to be wrong, so "a" is judged like "f".
+                scope = "family" if suffix in {"a", "f"} else "min"
                 if groups.get("only") and scope == "min":
                     scope = "exact"
                 found.append(
