@@ -1,0 +1,177 @@
+"""The ``nsys profile`` command line, and what to do with what it leaves behind.
+
+Flags engines need (engines.md §1.1, formats.md §A.1, fixtures/nsys/NSYS_NOTES.md):
+
+* ``--trace-fork-before-exec=true``: engines run their GPU work in child processes;
+* ``--cuda-graph-trace=node``: decode runs as CUDA graphs, and graph-level records hide the
+  kernel names tracekit classifies;
+* ``-t cuda,nvtx``: kernels and the engines' step markers (``cublas``/``osrt`` on request);
+* ``--sample=none --cpuctxsw=none``: tracekit reads no CPU samples; they make big reports, and
+  nsys 2022.4 with sampling on was seen to hang after the program ended (agent spinning);
+* ``--capture-range=cudaProfilerApi`` when the engine's own hook opens the window;
+* ``--force-overwrite=true`` and an output inside the run folder: nsys exits 0 *without*
+  writing anything when the output exists.
+
+nsys 2022.4 on a machine without its importer leaves a ``.qdstrm``; ``finish_outputs`` turns it
+into the ``.nsys-rep`` with QdstrmImporter. ``stray_agents`` finds an ``nsys --start-agent``
+daemon a killed session can leave running (``--session-name=profile-<prog>-<nsys pid>``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracekit.capture.engines import EnginePreset
+from tracekit.errors import InputError
+from tracekit.ingest.convert import (
+    IMPORTER_ENV,
+    find_nsys,
+    find_qdstrm_importer,
+    qdstrm_to_nsys_rep,
+)
+
+DEFAULT_TRACE = ("cuda", "nvtx")
+OPTIONAL_TRACE = ("cublas", "osrt", "cudnn", "python-gil", "nvtx", "cuda")
+BASE_FLAGS = ("--trace-fork-before-exec=true", "--cuda-graph-trace=node",
+              "--sample=none", "--cpuctxsw=none", "--force-overwrite=true")
+REPORT_STEM = "trace"
+
+
+@dataclass
+class NsysSettings:
+    """What the user chose for an nsys capture."""
+
+    trace: Sequence[str] = DEFAULT_TRACE
+    capture_range: bool = False
+    capture_range_end: str = "stop"
+    delay_s: float | None = None
+    duration_s: float | None = None
+    extra_args: Sequence[str] = field(default_factory=tuple)
+
+
+def trace_list(requested: Sequence[str]) -> list[str]:
+    """``-t`` values: the defaults plus what was asked for, each once, in a stable order."""
+    values: list[str] = []
+    for item in (*DEFAULT_TRACE, *requested):
+        for part in item.split(","):
+            part = part.strip()
+            if part and part not in values:
+                values.append(part)
+    return values
+
+
+def profile_command(nsys: Path, output_base: Path, settings: NsysSettings,
+                    command: Sequence[str]) -> list[str]:
+    """``nsys profile … -o OUTPUT_BASE -- COMMAND`` (``output_base`` without extension)."""
+    argv = [str(nsys), "profile", *BASE_FLAGS, "-t", ",".join(trace_list(settings.trace))]
+    if settings.capture_range:
+        argv += ["--capture-range=cudaProfilerApi",
+                 f"--capture-range-end={settings.capture_range_end}"]
+    if settings.delay_s is not None:
+        argv += [f"--delay={_seconds(settings.delay_s)}"]
+    if settings.duration_s is not None:
+        argv += [f"--duration={_seconds(settings.duration_s)}"]
+    argv += list(settings.extra_args)
+    argv += ["-o", str(output_base)]
+    return argv + list(command)
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def window_command(preset: EnginePreset | None, command: Sequence[str]) -> list[str]:
+    """The engine command with the flags that let its hook open a capture window."""
+    if preset is None or not preset.window_args:
+        return list(command)
+    if preset.window_args[0] in command or any(
+            arg.startswith(preset.window_args[0] + "=") or arg.startswith("--profiler-config")
+            for arg in command):
+        return list(command)
+    return [*command, *preset.window_args]
+
+
+def nsys_version(nsys: Path) -> str | None:
+    """``2022.4.2.1`` from ``nsys --version``, or None when it cannot be run."""
+    try:
+        out = subprocess.run([str(nsys), "--version"], capture_output=True, text=True,
+                             timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", out)
+    return match.group(1) if match else (out.strip() or None)
+
+
+def find_importer() -> Path | None:
+    """QdstrmImporter: ingest's finder, else beside each link of nsys's symlink chain.
+
+    Debian's ``/usr/bin/nsys`` → ``/usr/lib/nsight-systems/bin/nsys`` → ``../target-linux-x64/nsys``
+    resolves into ``/usr/lib/x86_64-linux-gnu/``, away from ``host-linux-x64/``; the importer
+    sits beside an intermediate link (fixtures/nsys/NSYS_NOTES.md).
+    """
+    found = find_qdstrm_importer()
+    if found is not None:
+        return found
+    step = find_nsys()
+    for _ in range(16):
+        if step is None:
+            return None
+        candidate = step.parent.parent / "host-linux-x64" / "QdstrmImporter"
+        if candidate.is_file():
+            return candidate
+        if not step.is_symlink():
+            return None
+        step = step.parent / os.readlink(step)
+    return None
+
+
+def finish_outputs(output_base: Path, notes: list[str]) -> list[Path]:
+    """The report nsys wrote, importing a left-over ``.qdstrm`` into an ``.nsys-rep``.
+
+    Returns the files to analyze (empty when nsys wrote nothing usable). The ``.qdstrm`` is
+    removed once imported, as nsys itself does.
+    """
+    report = output_base.with_name(output_base.name + ".nsys-rep")
+    stream = output_base.with_name(output_base.name + ".qdstrm")
+    if report.exists():
+        if stream.exists():
+            stream.unlink()
+        return [report]
+    if not stream.exists():
+        return []
+    importer = find_importer()
+    if importer is None:
+        notes.append(f"nsys left {stream.name} and QdstrmImporter was not found; "
+                     "analyzing needs it (set TRACEKIT_QDSTRM_IMPORTER)")
+        return [stream]
+    previous = os.environ.get(IMPORTER_ENV)
+    os.environ[IMPORTER_ENV] = str(importer)
+    try:
+        imported = qdstrm_to_nsys_rep(stream, stream.parent)
+    except InputError as exc:
+        notes.append(f"could not import {stream.name}: {exc.one_line()}")
+        return [stream]
+    finally:
+        if previous is None:
+            del os.environ[IMPORTER_ENV]
+        else:
+            os.environ[IMPORTER_ENV] = previous
+    notes.append(f"nsys left {stream.name}; imported it with QdstrmImporter into {imported.name}")
+    stream.unlink()
+    return [imported]
+
+
+AGENT_PATTERN = re.compile(r"--session-name=profile-.*-(\d+)(\s|$)")
+
+
+def agent_session_pid(cmdline: str) -> int | None:
+    """The ``nsys profile`` pid an ``nsys --start-agent`` command line belongs to."""
+    if "--start-agent" not in cmdline:
+        return None
+    match = AGENT_PATTERN.search(cmdline)
+    return int(match.group(1)) if match else None
