@@ -812,3 +812,18 @@ def test_w4a16_declaration_running_fp4_is_opted_in(store: Store) -> None:
     run = make_run(store, [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})])
     findings, verdict = judge(store, run, W4A16)
     assert not errors(findings) and "not a fallback" in verdict
+
+
+def test_a_sliver_of_unattributed_bf16_is_not_judged(store: Store) -> None:
+    run = make_run(
+        store,
+        [
+            K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"prefill": 500_000, "decode": 500_000}),
+            K(
+                BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={None: 50_000}
+            ),  # warm-up, no marker
+        ],
+    )
+    findings, verdict = judge(store, run, W4A4)
+    assert not errors(findings)
+    assert "unattributed" not in verdict

@@ -179,6 +179,17 @@ def _phases(gemm: Sequence[PathTime]) -> list[_PhaseTime]:
     return result
 
 
+def _judged_phases(phases: list[_PhaseTime], rules: FindingRules) -> list[_PhaseTime]:
+    """Phases worth a verdict: a sliver of unattributed GEMM time next to real phases (warm-up,
+    GEMMs outside step markers) is left out, so 16-bit odds and ends there cannot pose as a
+    fallback."""
+    grand = sum(p.total for p in phases)
+    minor = rules.setting("minor_unattributed_share", 0.1)
+    if len(phases) < 2:
+        return phases
+    return [p for p in phases if p.phase != "unattributed" or p.total >= minor * grand]
+
+
 def _detail(phase: _PhaseTime, paths: Iterable[str], rules: FindingRules) -> str:
     """The " (Marlin, BF16 math)" part: libraries that ran these paths, and the weight-only math."""
     wanted = set(paths)
@@ -312,7 +323,7 @@ def evaluate(ctx: FindingContext) -> list[Finding]:
     """Every finding for one run, most severe first (then in rule order)."""
     rules = load_rules()
     findings: list[Finding] = []
-    phases = _phases(ctx.gemm)
+    phases = _judged_phases(_phases(ctx.gemm), load_rules())
     judgements = [_judge(phase, ctx, rules) for phase in phases]
     findings += _expectation_findings(judgements, phases, ctx, rules)
     findings += _unknown_findings(phases, ctx, rules)
@@ -614,7 +625,7 @@ def verdict_sentences(ctx: FindingContext) -> list[str]:
     computes FP4 natively — silent fallback."
     """
     rules = load_rules()
-    phases = _phases(ctx.gemm)
+    phases = _judged_phases(_phases(ctx.gemm), load_rules())
     if not phases:
         return [rules.verdict["no_gemm"]]
     sentences = []
