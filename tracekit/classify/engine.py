@@ -10,13 +10,15 @@ that does not resolve — a token missing from a table, operands that do not com
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping
 
 from tracekit.classify.model import Classification, Rule, RuleSet
 from tracekit.classify.names import KernelName
 
 _MATH_OPS = frozenset({"gemm", "grouped_gemm", "gemv", "attention"})
+#: paths a rule can only conclude when no narrower operand type appears in the rest of the name
+_WIDE_PATHS = frozenset({"bf16", "fp16", "tf32", "fp32", "fp64"})
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,20 @@ def best_match(text: str, ruleset: RuleSet) -> Match | None:
     return None
 
 
+def guard_truncation(match: Match, kname: KernelName) -> Match:
+    """A rule that decides from what a name does *not* contain cannot decide a truncated name."""
+    if kname.truncated and match.rule.needs_full_name and match.path in _WIDE_PATHS:
+        return replace(
+            match,
+            path="unknown",
+            reason=(
+                f"{match.rule.id} would say {match.path}, but only if no lower-precision operand "
+                "type follows, and the name was cut"
+            ),
+        )
+    return match
+
+
 def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classification, Match | None]:
     """Classification from the name alone (evidence ``name``, or ``none`` without a match)."""
     if not kname.text:
@@ -201,6 +217,7 @@ def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classificatio
             ),
             None,
         )
+    match = guard_truncation(match, kname)
     reason = match.reason
     if match.path == "unknown" and kname.truncated:
         reason += cut

@@ -153,6 +153,9 @@ class Rule:
     reason: str | None
     examples: tuple[Example, ...]
     ignore_case: bool = False
+    #: the rule decides from the absence of other types (a 16-bit operand and no 8/4-bit one),
+    #: so a truncated name cannot be decided by it
+    needs_full_name: bool = False
 
 
 @dataclass(frozen=True)

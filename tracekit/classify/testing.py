@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from tracekit.classify import classify_name
-from tracekit.classify.engine import evaluate, rule_matches
+from tracekit.classify.engine import evaluate, guard_truncation, rule_matches
 from tracekit.classify.evidence import combine
 from tracekit.classify.model import Classification, Example, Rule, RuleSet
 from tracekit.classify.names import prepare
@@ -59,7 +59,7 @@ def check_example(rule: Rule, index: int, example: Example, ruleset: RuleSet) ->
     if found is None:
         fail("must match, but no pattern of the rule matches")
         return failures
-    match = evaluate(rule, found, ruleset)
+    match = guard_truncation(evaluate(rule, found, ruleset), kname)
     local = Classification(
         name=example.name, op=match.labels.get("op", "other"), path=match.path,
         weights=match.labels.get("weights"), activations=match.labels.get("activations"),
