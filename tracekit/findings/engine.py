@@ -323,7 +323,7 @@ def evaluate(ctx: FindingContext) -> list[Finding]:
     """Every finding for one run, most severe first (then in rule order)."""
     rules = load_rules()
     findings: list[Finding] = []
-    phases = _judged_phases(_phases(ctx.gemm), load_rules())
+    phases = _judged_phases(_phases(ctx.gemm), rules)
     judgements = [_judge(phase, ctx, rules) for phase in phases]
     findings += _expectation_findings(judgements, phases, ctx, rules)
     findings += _unknown_findings(phases, ctx, rules)
@@ -625,7 +625,7 @@ def verdict_sentences(ctx: FindingContext) -> list[str]:
     computes FP4 natively — silent fallback."
     """
     rules = load_rules()
-    phases = _judged_phases(_phases(ctx.gemm), load_rules())
+    phases = _judged_phases(_phases(ctx.gemm), rules)
     if not phases:
         return [rules.verdict["no_gemm"]]
     sentences = []
