@@ -249,3 +249,27 @@ def test_keyword_index_never_hides_a_matching_rule():
         indexed = [m.rule.id for m in all_matches(text, RULESET)]
         naive = [r.id for r in RULESET.rules if rule_matches(r, text) is not None]
         assert indexed == naive, name
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tracekit.classify import OPS, PATHS  # noqa: E402
+
+_FRAGMENTS = st.sampled_from([
+    "nvjet_", "tst_", "qq", "Marlin<", "1125899906909960l, ", "cutlass::", "float_e4m3_t", "_Z", "N7",
+    "bmm_", "E2m1", "Fp32_", "…", "...", "(ggml_type)", "Cijk_Alik_Bljk_", "BBS_", "<", ">", " ", "\t",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=60), st.lists(_FRAGMENTS, max_size=12).map("".join)), max_size=8))
+def test_any_names_get_one_well_formed_answer_each(names):
+    results = classify_names(names, RULESET, arch="sm90")
+    assert [r.name for r in results] == names
+    for r in results:
+        assert r.path in PATHS and r.op in OPS
+        assert r.confidence in ("high", "medium", "low")
+        assert r.evidence in ("counters", "name", "op_dtypes", "log", "feasibility", "none")
+        assert r.path != "unknown" or r.reason

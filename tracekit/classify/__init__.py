@@ -7,6 +7,19 @@ Public API::
 
 Work is per unique name: ``classify_names`` classifies each distinct name once and returns one
 ``Classification`` per input, in input order.
+
+Decisions worth knowing:
+
+- ``path`` describes matrix math. Kernels that are not matrix math (elementwise, norms, copies,
+  collectives: op ``other``/``memory``/``comm``) get path ``unknown`` with the reason "not matrix
+  math", even when their template names a type. Quantize and dequantize kernels do carry a path:
+  the format they produce (``quantize``: fp8/int8/fp4 activations) or the path they serve
+  (``dequantize``: ``weight_only``, the dequant + 16-bit GEMM route).
+- Names cut by a profiler (``…`` / ``...``) are classified from what is left; a rule that can
+  only conclude a 16-bit path from the *absence* of narrower types answers ``unknown`` then.
+- Evidence precedence is DESIGN.md's: counters > explicit types in the name > op dtypes (plain
+  ATen matmul/attention ops only) > engine log > nothing; then GPU feasibility (``arch``) turns
+  an impossible answer into ``unknown`` with the conflict recorded.
 """
 
 from __future__ import annotations
