@@ -47,6 +47,16 @@ class BulkCopier:
             return self._side.execute(sql, params or {}).fetchall()
         return [tuple(row) for row in self.connection.execute(text(sql), params or {})]
 
+    def prepare(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        """Run a statement where the source is visible, e.g. to fill a TEMP lookup table.
+
+        TEMP tables are private to the connection and never touch the store file.
+        """
+        if self._side is not None:
+            self._side.execute(sql, params or {})
+        else:
+            self.connection.execute(text(sql), params or {})
+
     def copy(self, table: str, columns: Sequence[str], select_sql: str,
              params: dict[str, Any] | None = None) -> int:
         """Insert the rows of ``select_sql`` into ``table(columns)``; returns the row count."""
