@@ -80,9 +80,14 @@ def json_default(value: Any) -> Any:
 
 
 def dump_json(value: Any) -> str | None:
+    """A list/dict arg as JSON text (the shared default encoder: the fast path)."""
     if value is None:
         return None
-    return json.dumps(value, default=json_default, separators=(", ", ": "))
+    try:
+        return json.dumps(value)
+    except TypeError:  # Decimal inside (files parsed exactly)
+        return json.dumps(value, default=json_default)
+
 
 @dataclass
 class FileState:

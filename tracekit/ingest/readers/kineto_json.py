@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any
 
 import ijson
@@ -52,6 +53,8 @@ from tracekit.ingest.trace_rows import (
 )
 
 CHUNK_BYTES = 1 << 20
+#: the first read: enough to see the first event's ``ts`` after Kineto's header
+HEAD_SNIFF_BYTES = 64 * 1024
 #: bytes kept from the end of the stream to find the keys written after ``traceEvents``
 TAIL_BYTES = 4 * CHUNK_BYTES
 #: the bytes before ``traceEvents`` are parsed as the header; beyond this, use the slow pass
@@ -62,6 +65,32 @@ PENDING_LIMIT = 100_000
 CORRELATION_AT = 15
 
 
+#: below this many µs, round(ts * 1000) of a parsed float is the exact ns (parse error
+#: ≤ ulp/2 ≤ 0.122 ns, product rounding ≤ 0.125 ns; both < 0.5)
+FLOAT_EXACT_US = 2.0**41
+#: below this, ns are still distinct doubles: repr() gives back the written decimal. Files
+#: whose first ``ts`` is beyond it (old epoch-µs traces) are parsed with Decimal instead.
+FLOAT_DISTINCT_US = 2.0**43
+_FIRST_TS = re.compile(rb'"ts"\s*:\s*"?(-?[0-9.]+)')
+_NO_ARGS: dict[str, Any] = {}
+
+
+def pick(args: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The first of the spec's candidate arg names present (current spelling first)."""
+    value = args.get(keys[0])
+    if value is None and len(keys) > 1:
+        for key in keys[1:]:
+            value = args.get(key)
+            if value is not None:
+                return value
+    return value
+
+
+def as_int(value: Any) -> int | None:
+    """An int arg as is (the usual case, no call), anything else through int_or_none."""
+    return value if type(value) is int else int_or_none(value)
+
+
 def to_ns(value: Any) -> int:
     """A Kineto µs value (int, Decimal, float or numeric string) as integer ns, exactly."""
     kind = type(value)
@@ -70,6 +99,8 @@ def to_ns(value: Any) -> int:
     if kind is Decimal:
         return round(value * 1000)
     if kind is float:
+        if -FLOAT_EXACT_US < value < FLOAT_EXACT_US:
+            return round(value * 1000)
         return round(Decimal(repr(value)) * 1000)
     if kind is str:
         return round(Decimal(value) * 1000)
@@ -96,7 +127,9 @@ class KinetoReader(TraceRows):
     def __init__(self, ctx: IngestContext) -> None:
         super().__init__(ctx)
         data = ctx.spec.data if "categories" in ctx.spec.data else spec_by_id("kineto-json").data
-        self.roles = Roles.from_spec(data)
+        roles = Roles.from_spec(data)
+        self.role_of = roles.role_of
+        self.keys = SimpleNamespace(**roles.args)
         self.categories: Counter[str] = Counter()
         self.flows = 0
         self.pending: dict[tuple[Any, Any, Any], list[Any]] = {}
@@ -121,7 +154,9 @@ class KinetoReader(TraceRows):
                 prefix = "item" if bare_list else "traceEvents.item"
                 tee = _TeeReader(stream, first, scanner)
                 handle = self._handle
-                for event in ijson.items(tee, prefix, buf_size=CHUNK_BYTES):
+                use_float = _floats_are_exact(first)
+                for event in ijson.items(tee, prefix, buf_size=CHUNK_BYTES,
+                                         use_float=use_float):
                     handle(state, event)
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
             raise InputError(f"{path}: gzip data is truncated or corrupt ({exc})",
@@ -147,57 +182,57 @@ class KinetoReader(TraceRows):
         if type(event) is not dict:
             return
         cat = event.get("cat")
-        role = self.roles.role_of.get(cat) if cat is not None else None
+        role = self.role_of.get(cat) if cat is not None else None
         if role is None:
             if event.get("ph") == "M":
                 self._metadata(event)
             self.categories[str(cat or event.get("ph") or "?")] += 1
             return
-        self.categories[str(cat)] += 1
+        self.categories[cat] += 1  # type: ignore[index]  # cat is a str here
         if role == "flow":
             self._flow(event)
             return
         if event.get("ph") != "X" or event.get("ts") is None:
             return
-        state.events += 1
         self.handlers[role](state, event)
 
-    def _arg(self, args: dict[str, Any], target: str) -> Any:
-        for key in self.roles.args[target]:
-            value = args.get(key)
-            if value is not None:
-                return value
-        return None
-
     def _times(self, event: dict[str, Any]) -> tuple[int, int]:
+        """Start and end ns. end = ns(ts) + ns(dur): both exact, so their sum is too."""
         ts = event["ts"]
         dur = event.get("dur") or 0
-        if type(ts) is str or type(dur) is str:
-            ts, dur = Decimal(str(ts)), Decimal(str(dur))
-        return to_ns(ts), to_ns(ts + dur)
+        if type(ts) is float and -FLOAT_EXACT_US < ts < FLOAT_EXACT_US:
+            start = round(ts * 1000)
+        else:
+            start = to_ns(ts)
+        return start, start + (round(dur * 1000) if type(dur) is float else to_ns(dur))
 
     def _kernel(self, state: FileState, event: dict[str, Any]) -> None:
-        args = event.get("args") or {}
-        name = event.get("name") or "<unnamed kernel>"
-        key = self.kernel_key(name)
+        args = event.get("args") or _NO_ARGS
+        keys = self.keys
+        key = self.kernel_key(event.get("name") or "<unnamed kernel>")
         start, end = self._times(event)
-        device = int_or_none(self._arg(args, "device"))
+        device = pick(args, keys.device)
         if device is None:
             device = int_id(event.get("pid"))
-        stream = int_or_none(self._arg(args, "stream"))
+        elif type(device) is not int:
+            device = int_or_none(device)
+        stream = pick(args, keys.stream)
         if stream is None:
             stream = int_id(event.get("tid"))
-        if device is not None:
+        elif type(stream) is not int:
+            stream = int_or_none(stream)
+        if device not in state.devices_seen and device is not None:
             state.devices_seen.add(device)
-        grid = self._arg(args, "grid") or (None, None, None)
-        block = self._arg(args, "block") or (None, None, None)
-        external = int_or_none(self._arg(args, "external_id")) or None
-        correlation = int_or_none(self._arg(args, "correlation"))
-        row = [state.index, key, device, stream, start, end, *_dims(grid), *_dims(block),
-               int_or_none(self._arg(args, "registers")), None,
-               int_or_none(self._arg(args, "shared_memory")), correlation, external,
-               int_or_none(self._arg(args, "graph_node_id")),
-               int_or_none(self._arg(args, "graph_id"))]
+        grid = pick(args, keys.grid)
+        block = pick(args, keys.block)
+        gx, gy, gz = grid if type(grid) is list and len(grid) == 3 else _dims(grid)
+        bx, by, bz = block if type(block) is list and len(block) == 3 else _dims(block)
+        correlation = as_int(pick(args, keys.correlation))
+        row = [state.index, key, device, stream, start, end, gx, gy, gz, bx, by, bz,
+               as_int(pick(args, keys.registers)), None,
+               as_int(pick(args, keys.shared_memory)), correlation,
+               as_int(pick(args, keys.external_id)) or None,
+               as_int(pick(args, keys.graph_node_id)), as_int(pick(args, keys.graph_id))]
         if correlation is None:
             # Legacy traces may only link through the ac2g/async_gpu flow that follows.
             self.pending[(event.get("pid"), event.get("tid"), event.get("ts"))] = row
@@ -212,7 +247,7 @@ class KinetoReader(TraceRows):
             return
         row = self.pending.pop((event.get("pid"), event.get("tid"), event.get("ts")), None)
         if row is not None:
-            row[CORRELATION_AT] = int_or_none(event.get("id"))
+            row[CORRELATION_AT] = as_int(event.get("id"))
             self.stage["tk_kernel"].add(tuple(row))
 
     def _flush_pending(self) -> None:
@@ -221,18 +256,18 @@ class KinetoReader(TraceRows):
         self.pending.clear()
 
     def _memory(self, state: FileState, event: dict[str, Any], kind: str) -> None:
-        args = event.get("args") or {}
+        args = event.get("args") or _NO_ARGS
+        keys = self.keys
         start, end = self._times(event)
-        device = int_or_none(self._arg(args, "device"))
+        device = as_int(pick(args, keys.device))
         if device is None:
             device = int_id(event.get("pid"))
         if device is not None:
             state.devices_seen.add(device)
-        stream = int_or_none(self._arg(args, "stream"))
+        stream = as_int(pick(args, keys.stream))
         self.stage["tk_memory"].add((
             state.index, kind, device, stream if stream is not None else int_id(event.get("tid")),
-            start, end, int_or_none(self._arg(args, "bytes")),
-            int_or_none(self._arg(args, "correlation"))))
+            start, end, as_int(pick(args, keys.bytes)), as_int(pick(args, keys.correlation))))
 
     def _memcpy(self, state: FileState, event: dict[str, Any]) -> None:
         self._memory(state, event, "memcpy")
@@ -241,7 +276,7 @@ class KinetoReader(TraceRows):
         self._memory(state, event, "memset")
 
     def _api(self, state: FileState, event: dict[str, Any], kind: str) -> None:
-        args = event.get("args") or {}
+        args = event.get("args") or _NO_ARGS
         name = event.get("name") or ""
         key = self.api_key(name)
         if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
@@ -251,7 +286,7 @@ class KinetoReader(TraceRows):
         state.runtime_pids[pid] += 1  # type: ignore[index]
         self.thread(pid, tid)
         self.stage["tk_runtime"].add((state.index, key, kind, start, end,
-                                      int_or_none(self._arg(args, "correlation")), tid, pid))
+                                      as_int(pick(args, self.keys.correlation)), tid, pid))
 
     def _runtime(self, state: FileState, event: dict[str, Any]) -> None:
         self._api(state, event, "runtime")
@@ -260,15 +295,16 @@ class KinetoReader(TraceRows):
         self._api(state, event, "driver")
 
     def _cpu_op(self, state: FileState, event: dict[str, Any]) -> None:
-        args = event.get("args") or {}
+        args = event.get("args") or _NO_ARGS
+        keys = self.keys
         pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
         start, end = self._times(event)
         state.cpu_pids[pid] += 1  # type: ignore[index]
         self.thread(pid, tid)
         self.stage["tk_cpu_op"].add((
             state.index, event.get("name") or "", start, end,
-            int_or_none(self._arg(args, "external_id")) or None, tid, pid,
-            dump_json(self._arg(args, "input_types")), dump_json(self._arg(args, "input_dims"))))
+            as_int(pick(args, keys.external_id)) or None, tid, pid,
+            dump_json(pick(args, keys.input_types)), dump_json(pick(args, keys.input_dims))))
 
     def _annotation(self, state: FileState, event: dict[str, Any]) -> None:
         pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
@@ -309,6 +345,18 @@ def _dims(values: Any) -> tuple[int | None, int | None, int | None]:
     return padded[0], padded[1], padded[2]
 
 
+def _floats_are_exact(head: bytes) -> bool:
+    """Whether parsing this file's numbers as floats keeps every ns (see FLOAT_DISTINCT_US).
+
+    Floats parse much faster than Decimal; Kineto's relative times (weeks in µs) stay exact.
+    """
+    found = _FIRST_TS.search(head)
+    try:
+        return found is not None and abs(float(found.group(1))) < FLOAT_DISTINCT_US
+    except ValueError:
+        return False
+
+
 def _open(path: Path) -> IO[bytes]:
     with path.open("rb") as probe:
         magic = probe.read(2)
@@ -321,7 +369,7 @@ def _first_significant(stream: IO[bytes]) -> bytes:
     """The stream's first bytes without leading blanks or BOM: they start with '{' or '['."""
     buffered = b""
     while True:
-        chunk = stream.read(4096)
+        chunk = stream.read(HEAD_SNIFF_BYTES)
         if not chunk:
             return buffered
         buffered += chunk
