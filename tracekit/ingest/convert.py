@@ -29,19 +29,27 @@ def find_nsys() -> Path | None:
 
 
 def find_qdstrm_importer() -> Path | None:
-    """nsys's QdstrmImporter: ``$TRACEKIT_QDSTRM_IMPORTER`` or ``host-linux-x64/`` near nsys."""
+    """nsys's QdstrmImporter: ``$TRACEKIT_QDSTRM_IMPORTER``, else ``host-linux-x64/`` near nsys.
+
+    The symlink chain is followed one link at a time: on Debian ``/usr/bin/nsys`` →
+    ``/usr/lib/nsight-systems/bin/nsys`` → ``…/x86_64-linux-gnu/…/nsys``, and the importer sits
+    beside the middle step only (``/usr/lib/nsight-systems/host-linux-x64``).
+    """
     configured = os.environ.get(IMPORTER_ENV)
     if configured:
         return Path(configured)
-    nsys = find_nsys()
-    if nsys is None:
-        return None
-    real = nsys.resolve()
-    for base in (real.parent, real.parent.parent, real.parent.parent.parent):
-        for candidate in (base / "host-linux-x64" / "QdstrmImporter",
-                          *base.glob("*/host-linux-x64/QdstrmImporter")):
+    step = find_nsys()
+    for _ in range(16):
+        if step is None:
+            return None
+        for base in (step.parent.parent, step.parent):
+            candidate = base / "host-linux-x64" / "QdstrmImporter"
             if candidate.is_file():
                 return candidate
+        if not step.is_symlink():
+            return None
+        target = Path(os.readlink(step))
+        step = target if target.is_absolute() else step.parent / target
     return None
 
 
