@@ -29,12 +29,12 @@ def test_corpus_path_accuracy():
     results = classify_names([row["name"] for row in CORPUS], RULESET)
     wrong = [
         f"{row['path']} != {r.path} ({r.rule}): {row['name'][:100]}"
-        for row, r in zip(CORPUS, results)
+        for row, r in zip(CORPUS, results, strict=True)
         if r.path != row["path"]
     ]
     accuracy = 1 - len(wrong) / len(CORPUS)
     assert accuracy >= 0.95, "\n".join(wrong)
-    math = [(row, r) for row, r in zip(CORPUS, results) if row["op"] in MATH_OPS]
+    math = [(row, r) for row, r in zip(CORPUS, results, strict=True) if row["op"] in MATH_OPS]
     math_ok = sum(r.path == row["path"] for row, r in math) / len(math)
     assert math_ok >= 0.95
 
@@ -42,15 +42,22 @@ def test_corpus_path_accuracy():
 def test_corpus_never_confidently_wrong_where_the_name_does_not_decide():
     undecided = [row for row in CORPUS if row["path"] == "unknown" and row["op"] in MATH_OPS]
     assert len(undecided) >= 15
-    for row, result in zip(undecided, classify_names([r["name"] for r in undecided], RULESET)):
+    for row, result in zip(
+        undecided, classify_names([r["name"] for r in undecided], RULESET), strict=True
+    ):
         assert result.path == "unknown" or result.confidence == "low", row["name"]
         assert result.reason
 
 
 @pytest.mark.parametrize(
     "name",
-    ["fused_moe_kernel", "scaled_mm_kernel", "BatchDecodeWithPagedKVCacheKernel",
-     "nvjet_sm90_…", "void marlin_moe_wna16::Marlin<1125899906909960l, 56294995348…"],
+    [
+        "fused_moe_kernel",
+        "scaled_mm_kernel",
+        "BatchDecodeWithPagedKVCacheKernel",
+        "nvjet_sm90_…",
+        "void marlin_moe_wna16::Marlin<1125899906909960l, 56294995348…",
+    ],
 )
 def test_names_that_do_not_decide_are_unknown_with_a_reason(name):
     result = classify_name(name, RULESET)
@@ -59,7 +66,12 @@ def test_names_that_do_not_decide_are_unknown_with_a_reason(name):
 
 
 def test_results_keep_input_order_and_duplicates():
-    names = ["nvjet_tst_192x8_64x8_4x1_v_bz_TNT", "volta_sgemm_64x64_nt", "", "nvjet_tst_192x8_64x8_4x1_v_bz_TNT"]
+    names = [
+        "nvjet_tst_192x8_64x8_4x1_v_bz_TNT",
+        "volta_sgemm_64x64_nt",
+        "",
+        "nvjet_tst_192x8_64x8_4x1_v_bz_TNT",
+    ]
     results = classify_names(names, RULESET)
     assert [r.name for r in results] == names
     assert [r.path for r in results] == ["bf16", "fp32", "unknown", "bf16"]
@@ -69,13 +81,18 @@ def test_results_keep_input_order_and_duplicates():
 def test_truncated_names_keep_what_is_left():
     cut = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroup..."
     assert classify_name(cut, RULESET).path == "bf16"
-    gone = "void cutlass::device_kernel<vllm::enable_sm90_or_later<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, cutlass::gem…"
+    gone = (
+        "void cutlass::device_kernel<vllm::enable_sm90_or_later<cutlass::gemm::kernel::"
+        "GemmUniversal<cute::tuple<int, int, int, int>, cutlass::gem…"
+    )
     result = classify_name(gone, RULESET)
     assert result.path == "unknown" and "truncated" in result.reason
 
 
 def test_mangled_names_are_demangled():
-    mangled = "_ZN7cutlass7Kernel2I50cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4EEvNT_6ParamsE"
+    mangled = (
+        "_ZN7cutlass7Kernel2I50cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4EEvNT_6ParamsE"
+    )
     prepared = prepare(mangled)
     assert prepared.demangled and prepared.text.startswith("void cutlass::Kernel2<")
     assert classify_name(mangled, RULESET).path == "tf32"
@@ -88,10 +105,19 @@ def test_mangled_name_that_fails_to_demangle_is_kept():
 
 def test_marlin_ids_separate_w4a16_w4a8_and_fp8_weight_only():
     def marlin(a, b):
-        return classify_name(f"void marlin::Marlin<{a}l, {b}l, {a}l, {a}l, 256, 1, 8, 8, 4, false>(const int4*)", RULESET)
+        return classify_name(
+            f"void marlin::Marlin<{a}l, {b}l, {a}l, {a}l, 256, 1, 8, 8, 4, false>(const int4*)",
+            RULESET,
+        )
 
-    bf16, fp16, int8, e4m3, u4b8, fp4 = (1125899906909960, 1125899906910725, 1125899906909952,
-                                         2814749767172868, 1125899907892224, 562949953487106)
+    bf16, fp16, int8, e4m3, u4b8, fp4 = (
+        1125899906909960,
+        1125899906910725,
+        1125899906909952,
+        2814749767172868,
+        1125899907892224,
+        562949953487106,
+    )
     assert marlin(bf16, u4b8).path == "weight_only"
     assert marlin(fp16, fp4).path == "weight_only"
     assert marlin(int8, u4b8).path == "int8"
@@ -108,14 +134,22 @@ MOE = "fused_moe_kernel"
 
 
 def test_counters_override_the_name():
-    ev = NameEvidence(counters={"sm__ops_path_tensor_src_fp8.sum": 1e9, "sm__ops_path_tensor_src_bf16_dst_fp32.sum": 0.0})
+    ev = NameEvidence(
+        counters={
+            "sm__ops_path_tensor_src_fp8.sum": 1e9,
+            "sm__ops_path_tensor_src_bf16_dst_fp32.sum": 0.0,
+        }
+    )
     result = classify_name(NVJET, RULESET, evidence=ev)
     assert (result.path, result.evidence, result.confidence) == ("fp8", "counters", "high")
     assert "the name said bf16" in result.reason
 
 
 def test_counters_confirm_weight_only():
-    name = "void marlin::Marlin<1125899906909960l, 1125899907892224l, 1125899906909960l, 1125899906909960l, 256>(const int4*)"
+    name = (
+        "void marlin::Marlin<1125899906909960l, 1125899907892224l, 1125899906909960l, "
+        "1125899906909960l, 256>(const int4*)"
+    )
     ev = NameEvidence(counters={"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 5e8})
     result = classify_name(name, RULESET, evidence=ev)
     assert (result.path, result.evidence) == ("weight_only", "counters")
@@ -123,7 +157,10 @@ def test_counters_confirm_weight_only():
 
 def test_real_ncu_counters_from_an_rtx_5090():
     """shared/traces/llm-perf-opt: a CUTLASS BF16 GEMM counts BF16 tensor ops."""
-    path = Path(__file__).resolve().parents[2] / "shared/traces/llm-perf-opt/kernel_0016_ncu.metrics.csv"
+    path = (
+        Path(__file__).resolve().parents[2]
+        / "shared/traces/llm-perf-opt/kernel_0016_ncu.metrics.csv"
+    )
     if not path.exists():
         pytest.skip("shared traces not present")
     import csv
@@ -136,26 +173,38 @@ def test_real_ncu_counters_from_an_rtx_5090():
             counters[row["Metric Name"]] = float(value)
         except ValueError:
             continue
-    result = classify_name(rows[0]["Kernel Name"], RULESET, evidence=NameEvidence(counters=counters))
+    result = classify_name(
+        rows[0]["Kernel Name"], RULESET, evidence=NameEvidence(counters=counters)
+    )
     assert (result.path, result.evidence) == ("bf16", "counters")
 
 
 def test_op_dtypes_decide_only_when_the_name_does_not():
-    ev = NameEvidence(op_name="aten::addmm", op_dtypes=("c10::BFloat16", "c10::BFloat16", "c10::BFloat16"))
-    assert classify_name("nvjet_sss_64x8_64x16_4x1_v_bz_TNT", RULESET, evidence=ev).evidence == "op_dtypes"
-    explicit = classify_name("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize128x128x128", RULESET, evidence=ev)
+    ev = NameEvidence(
+        op_name="aten::addmm", op_dtypes=("c10::BFloat16", "c10::BFloat16", "c10::BFloat16")
+    )
+    assert (
+        classify_name("nvjet_sss_64x8_64x16_4x1_v_bz_TNT", RULESET, evidence=ev).evidence
+        == "op_dtypes"
+    )
+    explicit = classify_name(
+        "sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize128x128x128", RULESET, evidence=ev
+    )
     assert (explicit.path, explicit.evidence) == ("fp8", "name")
 
 
 def test_custom_op_dtypes_are_not_trusted():
-    """formats.md §0 item 10: vllm::moe_forward reports BF16 inputs while its GEMMs run MXFP4 x MXFP8."""
+    """formats.md §0 item 10: vllm::moe_forward says BF16 inputs; its GEMMs run MXFP4 x MXFP8."""
     ev = NameEvidence(op_name="vllm::moe_forward", op_dtypes=("c10::BFloat16", "c10::BFloat16", ""))
     result = classify_name(MOE, RULESET, evidence=ev)
     assert result.path == "unknown" and "not trusted" in result.reason
 
 
 def test_scaled_mm_op_dtypes_give_fp8():
-    ev = NameEvidence(op_name="aten::_scaled_mm", op_dtypes=("c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float"))
+    ev = NameEvidence(
+        op_name="aten::_scaled_mm",
+        op_dtypes=("c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float"),
+    )
     result = classify_name("nvjet_sm100_…", RULESET, evidence=ev)
     assert (result.path, result.evidence, result.confidence) == ("fp8", "op_dtypes", "medium")
 
@@ -171,7 +220,10 @@ def test_log_line_is_the_last_resort():
 # --- feasibility --------------------------------------------------------------------------------
 
 FP4 = "nvjet_sm100_ootst_128x128_256x7_4x1_2cta_v_bx_Avec16UE4M3_Bvec16UE4M3_TNT"
-TRTLLM_GEN = "bmm_E2m1_E2m1E2m1_Fp32_t128x8x512u2_s4_et128x8_m128x8x64_cga1x1x1_16dp256b_rM_TN_transOut_schedS_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f"
+TRTLLM_GEN = (
+    "bmm_E2m1_E2m1E2m1_Fp32_t128x8x512u2_s4_et128x8_m128x8x64_cga1x1x1_16dp256b_rM_TN_transOut_"
+    "schedS_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f"
+)
 
 
 @pytest.mark.parametrize("arch", ["sm80", "sm_90a", "9.0", "gfx942"])
@@ -210,31 +262,68 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
     schema.Base.metadata.create_all(engine)
     names = [NVJET, MOE, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64"]
     with engine.begin() as conn:
-        conn.execute(sa.insert(schema.Run.__table__), [{
-            "id": 1, "source_path": "x", "sha256": "0" * 64, "format": "test",
-            "tracekit_version": "0", "created_at": __import__("datetime").datetime.now(),
-        }])
-        conn.execute(sa.insert(schema.Device.__table__), [{"run_id": 1, "device_index": 0, "arch": "sm90"}])
-        conn.execute(sa.insert(schema.KernelName.__table__), [
-            {"id": i + 1, "run_id": 1, "source_key": i, "name": n} for i, n in enumerate(names)
-        ])
-        conn.execute(sa.insert(schema.Kernel.__table__), [
-            {"run_id": 1, "name_id": 1, "start_ns": 0, "end_ns": 1, "external_id": 7},
-            {"run_id": 1, "name_id": 2, "start_ns": 2, "end_ns": 3, "external_id": 8},
-        ])
-        conn.execute(sa.insert(schema.CpuOp.__table__), [
-            {"run_id": 1, "name": "aten::addmm", "start_ns": 0, "end_ns": 1, "external_id": 7,
-             "input_types": "['c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16']"},
-            {"run_id": 1, "name": "aten::mm", "start_ns": 2, "end_ns": 3, "external_id": 8,
-             "input_types": '["c10::Half", "c10::Half"]'},
-        ])
+        conn.execute(
+            sa.insert(schema.Run.__table__),
+            [
+                {
+                    "id": 1,
+                    "source_path": "x",
+                    "sha256": "0" * 64,
+                    "format": "test",
+                    "tracekit_version": "0",
+                    "created_at": __import__("datetime").datetime.now(),
+                }
+            ],
+        )
+        conn.execute(
+            sa.insert(schema.Device.__table__), [{"run_id": 1, "device_index": 0, "arch": "sm90"}]
+        )
+        conn.execute(
+            sa.insert(schema.KernelName.__table__),
+            [{"id": i + 1, "run_id": 1, "source_key": i, "name": n} for i, n in enumerate(names)],
+        )
+        conn.execute(
+            sa.insert(schema.Kernel.__table__),
+            [
+                {"run_id": 1, "name_id": 1, "start_ns": 0, "end_ns": 1, "external_id": 7},
+                {"run_id": 1, "name_id": 2, "start_ns": 2, "end_ns": 3, "external_id": 8},
+            ],
+        )
+        conn.execute(
+            sa.insert(schema.CpuOp.__table__),
+            [
+                {
+                    "run_id": 1,
+                    "name": "aten::addmm",
+                    "start_ns": 0,
+                    "end_ns": 1,
+                    "external_id": 7,
+                    "input_types": "['c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16']",
+                },
+                {
+                    "run_id": 1,
+                    "name": "aten::mm",
+                    "start_ns": 2,
+                    "end_ns": 3,
+                    "external_id": 8,
+                    "input_types": '["c10::Half", "c10::Half"]',
+                },
+            ],
+        )
         assert classify_run(conn, 1, RULESET) == 3
         assert classify_run(conn, 1, RULESET) == 3  # re-running replaces, never duplicates
         rows = conn.execute(
-            sa.select(schema.Classification.name_id, schema.Classification.path, schema.Classification.evidence)
-            .order_by(schema.Classification.name_id)
+            sa.select(
+                schema.Classification.name_id,
+                schema.Classification.path,
+                schema.Classification.evidence,
+            ).order_by(schema.Classification.name_id)
         ).all()
-    assert [tuple(r) for r in rows] == [(1, "bf16", "name"), (2, "fp16", "op_dtypes"), (3, "bf16", "name")]
+    assert [tuple(r) for r in rows] == [
+        (1, "bf16", "name"),
+        (2, "fp16", "op_dtypes"),
+        (3, "bf16", "name"),
+    ]
 
 
 def test_keyword_index_never_hides_a_matching_rule():
@@ -242,7 +331,11 @@ def test_keyword_index_never_hides_a_matching_rule():
     from tracekit.classify.engine import all_matches, rule_matches
 
     names = [row["name"] for row in CORPUS] + [
-        "fillfunctor_fill", "xdeep_gemm::sm90_fp8_gemm", "NCCL_allreduce", "Marlin<", "w4a16",
+        "fillfunctor_fill",
+        "xdeep_gemm::sm90_fp8_gemm",
+        "NCCL_allreduce",
+        "Marlin<",
+        "w4a16",
     ]
     for name in names:
         text = prepare(name).text
@@ -257,14 +350,39 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tracekit.classify import OPS, PATHS  # noqa: E402
 
-_FRAGMENTS = st.sampled_from([
-    "nvjet_", "tst_", "qq", "Marlin<", "1125899906909960l, ", "cutlass::", "float_e4m3_t", "_Z", "N7",
-    "bmm_", "E2m1", "Fp32_", "…", "...", "(ggml_type)", "Cijk_Alik_Bljk_", "BBS_", "<", ">", " ", "\t",
-])
+_FRAGMENTS = st.sampled_from(
+    [
+        "nvjet_",
+        "tst_",
+        "qq",
+        "Marlin<",
+        "1125899906909960l, ",
+        "cutlass::",
+        "float_e4m3_t",
+        "_Z",
+        "N7",
+        "bmm_",
+        "E2m1",
+        "Fp32_",
+        "…",
+        "...",
+        "(ggml_type)",
+        "Cijk_Alik_Bljk_",
+        "BBS_",
+        "<",
+        ">",
+        " ",
+        "\t",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.text(max_size=60), st.lists(_FRAGMENTS, max_size=12).map("".join)), max_size=8))
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=60), st.lists(_FRAGMENTS, max_size=12).map("".join)), max_size=8
+    )
+)
 def test_any_names_get_one_well_formed_answer_each(names):
     results = classify_names(names, RULESET, arch="sm90")
     assert [r.name for r in results] == names

@@ -10,7 +10,19 @@ from click.testing import CliRunner
 from tracekit.cli import cli
 
 NVJET = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
-KEYS = ["name", "op", "path", "weights", "activations", "accum", "library", "rule", "confidence", "evidence", "reason"]
+KEYS = [
+    "name",
+    "op",
+    "path",
+    "weights",
+    "activations",
+    "accum",
+    "library",
+    "rule",
+    "confidence",
+    "evidence",
+    "reason",
+]
 
 
 def run(*args: str, stdin: str | None = None):
@@ -32,14 +44,31 @@ def test_jsonl_one_object_per_input_line_in_order_blank_lines_included(tmp_path)
 
 
 def test_names_file_dash_reads_stdin():
-    result = run("classify", "--names-file", "-", "--format", "jsonl", stdin=f"{NVJET}\nvolta_sgemm_64x64_nt\n")
+    result = run(
+        "classify",
+        "--names-file",
+        "-",
+        "--format",
+        "jsonl",
+        stdin=f"{NVJET}\nvolta_sgemm_64x64_nt\n",
+    )
     assert result.exit_code == 0
     assert [json.loads(line)["path"] for line in result.output.splitlines()] == ["bf16", "fp32"]
 
 
 def test_crlf_lines_and_missing_final_newline():
-    result = run("classify", "--names-file", "-", "--format", "jsonl", stdin=f"{NVJET}\r\nvolta_sgemm_64x64_nt")
-    assert [json.loads(line)["name"] for line in result.output.splitlines()] == [NVJET, "volta_sgemm_64x64_nt"]
+    result = run(
+        "classify",
+        "--names-file",
+        "-",
+        "--format",
+        "jsonl",
+        stdin=f"{NVJET}\r\nvolta_sgemm_64x64_nt",
+    )
+    assert [json.loads(line)["name"] for line in result.output.splitlines()] == [
+        NVJET,
+        "volta_sgemm_64x64_nt",
+    ]
 
 
 def test_arguments_and_table_format():
@@ -65,7 +94,9 @@ def test_missing_names_file_is_one_line_exit_2(tmp_path):
 
 
 def test_bad_user_rule_is_one_line_exit_2(tmp_path):
-    (tmp_path / "bad.toml").write_text('id = "bad"\ndescription = "x"\nop = "gemm"\npath = "fp9"\npatterns = [\'x\']\n')
+    (tmp_path / "bad.toml").write_text(
+        'id = "bad"\ndescription = "x"\nop = "gemm"\npath = "fp9"\npatterns = [\'x\']\n'
+    )
     result = run("classify", NVJET, "--rules", str(tmp_path))
     assert result.exit_code == 2
     assert f"{tmp_path / 'bad.toml'}:4" in result.output
@@ -96,7 +127,10 @@ def test_rules_test_user_pack_reports_a_failing_example(tmp_path):
 
 
 def test_rules_explain_lists_matches_and_winner():
-    name = "void marlin_moe_wna16::Marlin<1125899906909960l, 562949953487106l, 1125899906909960l, 2814749767106568l, 128>"
+    name = (
+        "void marlin_moe_wna16::Marlin<1125899906909960l, 562949953487106l, 1125899906909960l, "
+        "2814749767106568l, 128>"
+    )
     result = run("rules", "explain", name)
     assert result.exit_code == 0
     assert "WINS marlin (priority 85)" in result.output
@@ -105,7 +139,11 @@ def test_rules_explain_lists_matches_and_winner():
 
 
 def test_rules_explain_demangles():
-    result = run("rules", "explain", "_ZN7cutlass7Kernel2I50cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4EEvNT_6ParamsE")
+    result = run(
+        "rules",
+        "explain",
+        "_ZN7cutlass7Kernel2I50cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4EEvNT_6ParamsE",
+    )
     assert "demangled: void cutlass::Kernel2<" in result.output and "path=tf32" in result.output
 
 
@@ -117,4 +155,4 @@ def test_corpus_through_the_command(tmp_path):
     result = run("classify", "--names-file", str(names_file), "--format", "jsonl")
     out = [json.loads(line) for line in result.output.splitlines()]
     assert len(out) == len(rows)
-    assert sum(o["path"] == r["path"] for o, r in zip(out, rows)) / len(rows) >= 0.95
+    assert sum(o["path"] == r["path"] for o, r in zip(out, rows, strict=True)) / len(rows) >= 0.95

@@ -59,7 +59,16 @@ def test_every_rule_file_is_loaded_and_ids_equal_file_stems():
 
 def test_vocabulary_file_lists_the_public_path_words():
     assert set(PATHS) == {
-        "fp4", "fp8", "int8", "weight_only", "bf16", "fp16", "tf32", "fp32", "fp64", "unknown"
+        "fp4",
+        "fp8",
+        "int8",
+        "weight_only",
+        "bf16",
+        "fp16",
+        "tf32",
+        "fp32",
+        "fp64",
+        "unknown",
     }
     assert RULESET.feasibility["fp4"]["nvidia_min_sm"] == 100
 
@@ -84,7 +93,9 @@ match = false
 """
 
 
-def write_rule(directory: Path, rule_id: str = "my-rule", path: str = "bf16", pattern: str = "mykernel_bf16") -> Path:
+def write_rule(
+    directory: Path, rule_id: str = "my-rule", path: str = "bf16", pattern: str = "mykernel_bf16"
+) -> Path:
     target = directory / f"{rule_id}.toml"
     target.write_text(GOOD_RULE.format(id=rule_id, path=path, pattern=pattern))
     return target
@@ -128,7 +139,9 @@ def test_bad_toml_names_file(tmp_path):
 
 
 def test_id_must_equal_file_stem(tmp_path):
-    (tmp_path / "other-name.toml").write_text(GOOD_RULE.format(id="my-rule", path="bf16", pattern="x"))
+    (tmp_path / "other-name.toml").write_text(
+        GOOD_RULE.format(id="my-rule", path="bf16", pattern="x")
+    )
     with pytest.raises(RuleFileError, match="must equal the file name"):
         load_ruleset([tmp_path], use_env=False)
 
@@ -149,6 +162,8 @@ def test_unknown_underscore_tables_are_ignored(tmp_path):
 
 def test_decode_names_a_missing_table(tmp_path):
     target = write_rule(tmp_path, pattern="mykernel_(?P<t>bf16)")
-    target.write_text(target.read_text().replace("[[example]]", '[decode]\nt = "no_such_table"\n\n[[example]]', 1))
+    target.write_text(
+        target.read_text().replace("[[example]]", '[decode]\nt = "no_such_table"\n\n[[example]]', 1)
+    )
     with pytest.raises(RuleFileError, match="no file _no_such_table.toml"):
         load_ruleset([tmp_path], use_env=False)

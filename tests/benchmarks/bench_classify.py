@@ -30,7 +30,10 @@ def distinct_names(count: int, seed: int = 0) -> list[str]:
         if variant == 0:
             name = f"{name}_{rng.randrange(10**6)}"
         elif variant == 1:
-            name = name.replace("128", str(rng.choice([16, 32, 64, 96, 192, 256])), 1) + f"_v{rng.randrange(10**5)}"
+            name = (
+                name.replace("128", str(rng.choice([16, 32, 64, 96, 192, 256])), 1)
+                + f"_v{rng.randrange(10**5)}"
+            )
         elif variant == 2:
             name = f"{name[: rng.randrange(20, 120)]}…{rng.randrange(10**6)}"
         else:
@@ -50,8 +53,10 @@ def main() -> None:
     t3 = time.perf_counter()
     unknown = sum(r.path == "unknown" for r in results)
     print(f"rules loaded: {len(ruleset.rules)} in {t1 - t0:.3f} s")
-    print(f"classified {len(names)} distinct names in {t3 - t2:.3f} s "
-          f"({(t3 - t2) / len(names) * 1e6:.1f} us/name); {unknown} unknown")
+    print(
+        f"classified {len(names)} distinct names in {t3 - t2:.3f} s "
+        f"({(t3 - t2) / len(names) * 1e6:.1f} us/name); {unknown} unknown"
+    )
     if t3 - t2 >= 1.0 and count <= 10_000:
         raise SystemExit("slower than the 1 s target")
 

@@ -24,7 +24,7 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from tracekit.classify.engine import all_matches, classify_by_name
 from tracekit.classify.evidence import combine

@@ -10,8 +10,8 @@ that does not resolve — a token missing from a table, operands that do not com
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Mapping
 
 from tracekit.classify.model import Classification, Rule, RuleSet
 from tracekit.classify.names import KernelName
@@ -137,7 +137,9 @@ def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
         path = labels["path"]
         reason = rule.reason or ""
     else:
-        derived = derive_path(labels.get("weights"), labels.get("activations"), ruleset.operand_types)
+        derived = derive_path(
+            labels.get("weights"), labels.get("activations"), ruleset.operand_types
+        )
         if derived is None:
             path = "unknown"
             reason = rule.reason or (
@@ -199,9 +201,17 @@ def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classificatio
     if not kname.text:
         return (
             Classification(
-                name=kname.original, op="other", path="unknown", weights=None,
-                activations=None, accum=None, library=None, rule=None, evidence="none",
-                confidence="low", reason="empty kernel name",
+                name=kname.original,
+                op="other",
+                path="unknown",
+                weights=None,
+                activations=None,
+                accum=None,
+                library=None,
+                rule=None,
+                evidence="none",
+                confidence="low",
+                reason="empty kernel name",
             ),
             None,
         )
@@ -211,9 +221,17 @@ def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classificatio
         reason = "no rule matches this name"
         return (
             Classification(
-                name=kname.original, op="other", path="unknown", weights=None,
-                activations=None, accum=None, library=None, rule=None, evidence="none",
-                confidence="low", reason=reason + (cut if kname.truncated else ""),
+                name=kname.original,
+                op="other",
+                path="unknown",
+                weights=None,
+                activations=None,
+                accum=None,
+                library=None,
+                rule=None,
+                evidence="none",
+                confidence="low",
+                reason=reason + (cut if kname.truncated else ""),
             ),
             None,
         )

@@ -12,8 +12,9 @@ recorded.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from tracekit.classify.engine import Match
 from tracekit.classify.model import Classification, NameEvidence, RuleSet
@@ -33,7 +34,9 @@ _COUNTER_SRC: dict[str, str] = {
     "int4": "int8",
     "fp64": "fp64",
 }
-_COUNTER_RE = re.compile(r"^sm__ops_path_tensor(?:_op_\w+?)?_src_(?P<src>[a-z0-9_]+?)(?:_dst_|_sparsity_|$)")
+_COUNTER_RE = re.compile(
+    r"^sm__ops_path_tensor(?:_op_\w+?)?_src_(?P<src>[a-z0-9_]+?)(?:_dst_|_sparsity_|$)"
+)
 _SIMT_RE = re.compile(r"sass_thread_inst_executed_op_(?:ffma|fmul|fadd)")
 
 #: torch trace "Input type" strings -> operand path class
@@ -58,8 +61,12 @@ _TRUSTED_OPS = re.compile(
     r"_grouped_mm|scaled_dot_product_attention|_scaled_dot_product_\w+|_flash_attention_forward|"
     r"_efficient_attention_forward)$"
 )
-_OP_FOR_ATEN = {"mv": "gemv", "addmv": "gemv", "_grouped_mm": "grouped_gemm",
-                "_scaled_grouped_mm": "grouped_gemm"}
+_OP_FOR_ATEN = {
+    "mv": "gemv",
+    "addmv": "gemv",
+    "_grouped_mm": "grouped_gemm",
+    "_scaled_grouped_mm": "grouped_gemm",
+}
 
 
 def path_from_counters(counters: Mapping[str, float]) -> tuple[str | None, str]:
@@ -92,7 +99,10 @@ def path_from_counters(counters: Mapping[str, float]) -> tuple[str | None, str]:
 def path_from_op_dtypes(op_name: str | None, dtypes: tuple[str, ...]) -> tuple[str | None, str]:
     """The path stated by a trusted framework op's input types, or None with why not."""
     if op_name is not None and not _TRUSTED_OPS.match(op_name):
-        return None, f"op {op_name} is not a plain matmul/attention op; its input types are not trusted"
+        return (
+            None,
+            f"op {op_name} is not a plain matmul/attention op; its input types are not trusted",
+        )
     classes = {_TORCH_DTYPES[d] for d in dtypes if d in _TORCH_DTYPES}
     if not classes:
         return None, ""
@@ -156,7 +166,10 @@ def combine(
         return result  # measured on the GPU: nothing to check against
     if match is not None and not runs_on(match.rule.requires_arch, arch):
         return replace(
-            result, path="unknown", evidence="feasibility", confidence="low",
+            result,
+            path="unknown",
+            evidence="feasibility",
+            confidence="low",
             reason=(
                 f"{match.rule.id} kernels are built for {', '.join(match.rule.requires_arch)} "
                 f"and cannot run on {arch}: the name or the GPU is wrong (name said {result.path})"
@@ -166,7 +179,10 @@ def combine(
         ok, why = feasible(result.path, arch, ruleset)
         if not ok:
             return replace(
-                result, path="unknown", evidence="feasibility", confidence="low",
+                result,
+                path="unknown",
+                evidence="feasibility",
+                confidence="low",
                 reason=f"{result.evidence} says {result.path} but {why}: recorded, not guessed",
             )
     return result
@@ -180,12 +196,17 @@ def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classific
                 result.path == "weight_only" and path in ("bf16", "fp16")
             )
             if consistent:
-                return replace(result, evidence="counters", confidence="high",
-                               reason=f"{why}; confirms the name ({result.reason})")
+                return replace(
+                    result,
+                    evidence="counters",
+                    confidence="high",
+                    reason=f"{why}; confirms the name ({result.reason})",
+                )
             said = f"; the name said {result.path}" if result.path != "unknown" else ""
             op = result.op if result.op in _MATH_OPS else "gemm"
-            return replace(result, path=path, op=op, evidence="counters", confidence="high",
-                           reason=why + said)
+            return replace(
+                result, path=path, op=op, evidence="counters", confidence="high", reason=why + said
+            )
         if why and result.path != "unknown":
             result = replace(result, reason=f"{result.reason}; {why}")
     if result.path != "unknown" or (result.rule is not None and result.op not in _MATH_OPS):
@@ -197,12 +218,23 @@ def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classific
             if result.rule is None and evidence.op_name:
                 short = evidence.op_name.removeprefix("aten::")
                 op = _OP_FOR_ATEN.get(short, "attention" if "attention" in short else "gemm")
-            return replace(result, path=path, op=op, evidence="op_dtypes", confidence="medium",
-                           reason=f"{why}; the name alone: {result.reason}")
+            return replace(
+                result,
+                path=path,
+                op=op,
+                evidence="op_dtypes",
+                confidence="medium",
+                reason=f"{why}; the name alone: {result.reason}",
+            )
         if why:
             result = replace(result, reason=f"{result.reason}; {why}")
     if evidence.log_path and evidence.log_path != "unknown":
         line = f": {evidence.log_line}" if evidence.log_line else ""
-        return replace(result, path=evidence.log_path, evidence="log", confidence="low",
-                       reason=f"engine log names this path{line}; the name alone: {result.reason}")
+        return replace(
+            result,
+            path=evidence.log_path,
+            evidence="log",
+            confidence="low",
+            reason=f"engine log names this path{line}; the name alone: {result.reason}",
+        )
     return result

@@ -17,9 +17,10 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from tracekit.classify.model import (
     CONFIDENCE,
@@ -153,7 +154,9 @@ def _suggest(word: str, choices: Any) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def _check_keys(path: Path, text: str, data: Mapping[str, Any], allowed: Sequence[str], ctx: str) -> None:
+def _check_keys(
+    path: Path, text: str, data: Mapping[str, Any], allowed: Sequence[str], ctx: str
+) -> None:
     for key in data:
         if key not in allowed:
             raise RuleFileError(
@@ -224,7 +227,9 @@ def _check_labels(
     return out
 
 
-def _regexes(path: Path, text: str, data: Mapping[str, Any], key: str) -> tuple[re.Pattern[str], ...]:
+def _regexes(
+    path: Path, text: str, data: Mapping[str, Any], key: str
+) -> tuple[re.Pattern[str], ...]:
     raw = data.get(key, [])
     if isinstance(raw, str):
         raw = [raw]
@@ -363,4 +368,6 @@ def _load_table(name: str, paths: list[Path], operand_types: Mapping[str, str]) 
                     )
                 labels["type"] = value["type"]
             entries[key.lower() if case_insensitive else key] = labels
-    return Table(name=name, source=str(paths[-1]), entries=entries, case_insensitive=case_insensitive)
+    return Table(
+        name=name, source=str(paths[-1]), entries=entries, case_insensitive=case_insensitive
+    )

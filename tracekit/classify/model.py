@@ -7,9 +7,10 @@ and a ``Classification`` is stored and compared (tests, re-classification diffs)
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 #: what a kernel does (DESIGN.md vocabulary; public contract)
 OPS: tuple[str, ...] = (

@@ -1,4 +1,4 @@
-"""One pass over a name finds every rule keyword in it: the prefilter that keeps classification fast.
+"""One pass over a name finds every rule keyword in it: the prefilter that keeps classifying fast.
 
 Testing each rule's keywords with Python-level ``in`` loops costs ~60 rules x several keywords
 per name; instead all keywords are compiled into one trie-shaped regex, scanned once per name
@@ -11,8 +11,8 @@ of its keywords was found, and only candidates run their (slower) regexes.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from tracekit.classify.model import Rule
 
@@ -76,7 +76,7 @@ class KeywordIndex:
     always: frozenset[int]
 
     @classmethod
-    def build(cls, rules: Sequence[Rule]) -> "KeywordIndex":
+    def build(cls, rules: Sequence[Rule]) -> KeywordIndex:
         folded: dict[str, set[int]] = {}
         exact: dict[str, dict[str, set[int]]] = {}
         always = set()

@@ -11,6 +11,7 @@ classifications, so new rules re-classify an old run without re-ingesting it.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -26,23 +27,29 @@ def _run_arch(connection: Connection, run_id: int) -> str | None:
     archs = {
         row[0]
         for row in connection.execute(
-            sa.select(Device.arch).where(Device.run_id == run_id, Device.arch.is_not(None)).distinct()
+            sa.select(Device.arch)
+            .where(Device.run_id == run_id, Device.arch.is_not(None))
+            .distinct()
         )
     }
     return archs.pop() if len(archs) == 1 else None
 
 
 def _op_dtypes(connection: Connection, run_id: int) -> dict[int, tuple[str, tuple[str, ...]]]:
-    """name_id -> (op name, input types) when every launch of the name comes from one op signature."""
+    """name_id -> (op name, input types) when all launches of a name share one op signature."""
     query = (
         sa.select(Kernel.name_id, CpuOp.name, CpuOp.input_types)
-        .join(CpuOp, sa.and_(CpuOp.run_id == Kernel.run_id, CpuOp.external_id == Kernel.external_id))
-        .where(Kernel.run_id == run_id, Kernel.external_id.is_not(None), CpuOp.input_types.is_not(None))
+        .join(
+            CpuOp, sa.and_(CpuOp.run_id == Kernel.run_id, CpuOp.external_id == Kernel.external_id)
+        )
+        .where(
+            Kernel.run_id == run_id, Kernel.external_id.is_not(None), CpuOp.input_types.is_not(None)
+        )
         .distinct()
     )
     seen: dict[int, set[tuple[str, str]]] = defaultdict(set)
     for name_id, op_name, input_types in connection.execute(query):
-        seen[name_id].add((op_name, input_types))
+        seen[name_id].add((op_name, input_types or ""))
     out: dict[int, tuple[str, tuple[str, ...]]] = {}
     for name_id, signatures in seen.items():
         if len(signatures) == 1:
@@ -52,7 +59,7 @@ def _op_dtypes(connection: Connection, run_id: int) -> dict[int, tuple[str, tupl
 
 
 def _parse_types(raw: str) -> tuple[str, ...]:
-    """``['c10::BFloat16', 'c10::BFloat16', '']`` (JSON or Python repr) -> tuple of non-empty types."""
+    """``['c10::BFloat16', '']`` (JSON or Python repr) -> the non-empty type names."""
     import json
 
     text = raw.strip()
@@ -74,14 +81,15 @@ def _counters(connection: Connection, run_id: int) -> dict[int, dict[str, float]
     )
     out: dict[int, dict[str, float]] = defaultdict(dict)
     for name_id, metric, value in connection.execute(query):
-        out[name_id][metric] = float(value)
+        if value is not None:
+            out[name_id][metric] = float(value)
     return out
 
 
 def classify_run(
     connection: Connection, run_id: int, ruleset: RuleSet, *, arch: str | None = None
 ) -> int:
-    """Classify the run's unique kernel names and replace its ``classifications``; returns rows written.
+    """Classify the run's unique kernel names and replace its classifications; returns the count.
 
     ``arch`` overrides the architecture recorded in ``devices``.
     """
@@ -123,10 +131,10 @@ def classify_run(
             "confidence": r.confidence,
             "reason": r.reason,
         }
-        for (name_id, _, _), r in zip(names, results)
+        for (name_id, _, _), r in zip(names, results, strict=True)
     ]
-    table = ClassificationRow.__table__
+    table = cast(sa.Table, ClassificationRow.__table__)
     connection.execute(sa.delete(table).where(table.c.run_id == run_id))
     if rows:
-        connection.execute(sa.insert(table), rows)
+        connection.execute(sa.insert(table), rows)  # Core insert of a list: one executemany
     return len(rows)

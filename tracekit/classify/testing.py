@@ -11,8 +11,8 @@ Two checks per example, so a rule pack is tested the way users will run it:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from tracekit.classify import classify_name
 from tracekit.classify.engine import evaluate, guard_truncation, rule_matches
@@ -43,7 +43,9 @@ def _label_diff(result: Classification, example: Example) -> list[str]:
     ]
 
 
-def check_example(rule: Rule, index: int, example: Example, ruleset: RuleSet) -> list[ExampleFailure]:
+def check_example(
+    rule: Rule, index: int, example: Example, ruleset: RuleSet
+) -> list[ExampleFailure]:
     """Both checks for one example of ``rule``; an empty list means it behaves as declared."""
     failures: list[ExampleFailure] = []
 
@@ -61,10 +63,17 @@ def check_example(rule: Rule, index: int, example: Example, ruleset: RuleSet) ->
         return failures
     match = guard_truncation(evaluate(rule, found, ruleset), kname)
     local = Classification(
-        name=example.name, op=match.labels.get("op", "other"), path=match.path,
-        weights=match.labels.get("weights"), activations=match.labels.get("activations"),
-        accum=match.labels.get("accum"), library=match.labels.get("library"), rule=rule.id,
-        evidence="name", confidence=rule.confidence, reason=match.reason,
+        name=example.name,
+        op=match.labels.get("op", "other"),
+        path=match.path,
+        weights=match.labels.get("weights"),
+        activations=match.labels.get("activations"),
+        accum=match.labels.get("accum"),
+        library=match.labels.get("library"),
+        rule=rule.id,
+        evidence="name",
+        confidence=rule.confidence,
+        reason=match.reason,
     )
     local = combine(local, match, None, example.arch, ruleset)
     for problem in _label_diff(local, example):
@@ -75,7 +84,9 @@ def check_example(rule: Rule, index: int, example: Example, ruleset: RuleSet) ->
     return failures
 
 
-def iter_examples(ruleset: RuleSet, rule_ids: set[str] | None = None) -> Iterator[tuple[Rule, int, Example]]:
+def iter_examples(
+    ruleset: RuleSet, rule_ids: set[str] | None = None
+) -> Iterator[tuple[Rule, int, Example]]:
     """Every (rule, index, example), optionally only for the given rule ids."""
     for rule in ruleset.rules:
         if rule_ids is None or rule.id in rule_ids:
@@ -83,7 +94,9 @@ def iter_examples(ruleset: RuleSet, rule_ids: set[str] | None = None) -> Iterato
                 yield rule, index, example
 
 
-def check_examples(ruleset: RuleSet, rule_ids: set[str] | None = None) -> tuple[int, list[ExampleFailure]]:
+def check_examples(
+    ruleset: RuleSet, rule_ids: set[str] | None = None
+) -> tuple[int, list[ExampleFailure]]:
     """Run every example; returns (examples checked, failures)."""
     failures: list[ExampleFailure] = []
     count = 0

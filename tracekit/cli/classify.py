@@ -39,8 +39,15 @@ def _table(results: list[Classification]) -> str:
         name = r.name if len(r.name) <= 90 else r.name[:87] + "..."
         rows.append((r.path, r.op, r.confidence, r.rule or "-", name))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4] for row in rows]
-    unknown = [r for r in results if r.path == "unknown" and r.op in ("gemm", "grouped_gemm", "gemv", "attention")]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4]
+        for row in rows
+    ]
+    unknown = [
+        r
+        for r in results
+        if r.path == "unknown" and r.op in ("gemm", "grouped_gemm", "gemv", "attention")
+    ]
     for r in unknown:
         lines.append(f"  unknown: {r.name[:60]}: {r.reason}")
     return "\n".join(lines)
@@ -48,17 +55,37 @@ def _table(results: list[Classification]) -> str:
 
 @click.command("classify")
 @click.argument("names", nargs=-1)
-@click.option("--names-file", "names_file", metavar="FILE|-", help="Read one kernel name per line ('-' = stdin).")
-@click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True)
-@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Add a rule pack directory (repeatable; also TRACEKIT_RULES).")
-@click.option("--arch", help="GPU architecture the kernels ran on (sm90, sm120, gfx942): checks feasibility.")
-def classify(names: tuple[str, ...], names_file: str | None, fmt: str, rule_dirs: tuple[Path, ...], arch: str | None) -> None:
+@click.option(
+    "--names-file",
+    "names_file",
+    metavar="FILE|-",
+    help="Read one kernel name per line ('-' = stdin).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True
+)
+@click.option(
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Add a rule pack directory (repeatable; also TRACEKIT_RULES).",
+)
+@click.option(
+    "--arch", help="GPU architecture the kernels ran on (sm90, sm120, gfx942): checks feasibility."
+)
+def classify(
+    names: tuple[str, ...],
+    names_file: str | None,
+    fmt: str,
+    rule_dirs: tuple[Path, ...],
+    arch: str | None,
+) -> None:
     """Classify kernel NAMEs by the datatype path their math really ran."""
     all_names = list(names)
     if names_file is not None:
         all_names.extend(read_names(names_file))
-    if not all_names:
+    if not all_names and names_file is None:
         raise click.UsageError("give kernel names as arguments or with --names-file FILE|-")
     ruleset = load_ruleset(rule_dirs)
     results = classify_names(all_names, ruleset, arch=arch)

@@ -17,7 +17,10 @@ from tracekit.classify.names import prepare
 from tracekit.classify.testing import check_examples
 
 _RULES_OPTION = click.option(
-    "--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+    "--rules",
+    "rule_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
     help="Add a rule pack directory (repeatable; also TRACEKIT_RULES).",
 )
 
@@ -34,22 +37,31 @@ def list_rules(rule_dirs: tuple[Path, ...]) -> None:
     ruleset = load_ruleset(rule_dirs)
     for rule in ruleset.rules:
         path = rule.labels.get("path") or ("decoded" if rule.decode else "derived")
-        click.echo(f"{rule.id:32} {rule.priority:>4}  {rule.labels.get('op', '-'):12} {path:12} {rule.description[:80]}")
+        op = rule.labels.get("op", "-")
+        click.echo(f"{rule.id:32} {rule.priority:>4}  {op:12} {path:12} {rule.description[:80]}")
     click.echo(f"{len(ruleset.rules)} rules, {len(ruleset.tables)} tables")
 
 
 @rules.command("test")
-@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument(
+    "directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
 def test_rules(directory: Path | None) -> None:
     """Run the examples of the rules in DIRECTORY (default: every rule)."""
     ruleset = load_ruleset([directory] if directory else [])
-    ids = {p.stem for p in directory.glob("*.toml") if not p.name.startswith("_")} if directory else None
+    ids = (
+        {p.stem for p in directory.glob("*.toml") if not p.name.startswith("_")}
+        if directory
+        else None
+    )
     count, failures = check_examples(ruleset, ids)
     for failure in failures:
         click.echo(f"FAIL {failure}")
     rules_tested = len(ids) if ids is not None else len(ruleset.rules)
-    click.echo(f"{count - len({(f.rule, f.index) for f in failures})}/{count} examples pass "
-               f"({rules_tested} rules)")
+    click.echo(
+        f"{count - len({(f.rule, f.index) for f in failures})}/{count} examples pass "
+        f"({rules_tested} rules)"
+    )
     if failures:
         raise SystemExit(1)
 
@@ -72,14 +84,20 @@ def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
     for index, match in enumerate(matches):
         mark = "WINS " if index == 0 else "     "
         groups = ", ".join(f"{k}={v}" for k, v in match.groups.items())
-        click.echo(f"{mark}{match.rule.id} (priority {match.rule.priority}): path {match.path}"
-                   f"{'; ' + groups if groups else ''}")
+        click.echo(
+            f"{mark}{match.rule.id} (priority {match.rule.priority}): path {match.path}"
+            f"{'; ' + groups if groups else ''}"
+        )
         click.echo(f"      pattern {match.pattern}")
         click.echo(f"      {match.reason}")
     result = classify_name(name, ruleset, arch=arch)
-    click.echo(f"result: op={result.op} path={result.path} evidence={result.evidence} "
-               f"confidence={result.confidence} rule={result.rule}")
+    click.echo(
+        f"result: op={result.op} path={result.path} evidence={result.evidence} "
+        f"confidence={result.confidence} rule={result.rule}"
+    )
     if len(matches) > 1:
-        click.echo(f"why: {matches[0].rule.id} has the highest priority ({matches[0].rule.priority}) "
-                   "of the matching rules")
+        click.echo(
+            f"why: {matches[0].rule.id} has the highest priority ({matches[0].rule.priority}) "
+            "of the matching rules"
+        )
     click.echo(f"reason: {result.reason}")
