@@ -166,7 +166,7 @@ def finish_outputs(output_base: Path, notes: list[str]) -> list[Path]:
     return [imported]
 
 
-AGENT_PATTERN = re.compile(r"--session-name=profile-.*-(\d+)(\s|$)")
+AGENT_PATTERN = re.compile(r"--session-name=profile-\S*-(\d+)(?=\s|$)")
 
 
 def agent_session_pid(cmdline: str) -> int | None:

@@ -191,6 +191,8 @@ def run_audit(settings: AuditSettings, say: Callable[[str], None]) -> AuditOutco
     with _Signals(interrupted):
         say(f"running {' '.join(settings.command)} under {capture.backend}; run folder {run_dir}")
         supervisor.start()
+        record["pid"] = supervisor.pid
+        write_record(run_dir, record)
         driver_thread: threading.Thread | None = None
         reports: list[WorkloadReport] = []
         if settings.load is not None and url is not None:
