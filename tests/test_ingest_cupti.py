@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from tracekit.cli import cli
 from tracekit.ingest.pipeline import ingest
+from tracekit.ingest.readers.cupti_jsonl import header_record
 from tracekit.store import open_store
 
 NVJET = "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT"
@@ -23,8 +24,7 @@ FP8 = "sm90_xmma_gemm_e4m3e4m3_bf16f32_f32_tn_n_tilesize128x128x128"
 def records(pid: int, device: int, *, steps: int = 3) -> list[dict[str, Any]]:
     """What the backend writes for ``steps`` iterations of: an op launching two GEMMs."""
     out: list[dict[str, Any]] = [
-        {"kind": "header", "format": "tracekit-cupti", "version": 1, "pid": pid,
-         "process_name": "python", "rank": device, "cupti_version": 130400},
+        header_record(pid, process_name="python", rank=device, cupti_version=130400),
         {"kind": "device", "id": device, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
          "computeMinor": 0, "numSms": 132, "totalGlobalMem": 85018279936, "uuid": "GPU-1"},
         {"kind": "thread", "processId": pid, "threadId": pid + 1, "name": "VLLM::EngineCore"},

@@ -182,6 +182,24 @@ def test_ncu_rep_without_ncu_is_a_clear_error(tmp_path, monkeypatch):
     analyze_bad(tmp_path, report, "needs Nsight Compute (ncu)")
 
 
+def test_ncu_rep_is_imported_with_ncu(tmp_path, monkeypatch):
+    """``ncu --import R --csv --page raw`` is run and its stdout read like a raw-page CSV."""
+    csv_text = tmp_path / "import.csv"
+    csv_text.write_text(raw_page(HEADER_2024, units=True, noise=True))
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\n[ "$1" = "--import" ] && [ "$3" = "--csv" ] && '
+                    f'[ "$5" = "raw" ] || exit 3\ncat "{csv_text}"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("TRACEKIT_NCU", str(fake))
+    report = tmp_path / "gemm.ncu-rep"
+    report.write_bytes(b"\x00binary report")
+    store = tmp_path / "s.db"
+    ingest_into(store, report)
+    assert query(store, "SELECT format FROM runs") == [("ncu-rep",)]
+    assert query(store, "SELECT COUNT(*), SUM(end_ns - start_ns) FROM kernels") == [(2, 14_750)]
+
+
 # -- bad input ------------------------------------------------------------------------------
 
 def analyze_bad(tmp_path: Path, target: Path, *fragments: str) -> None:

@@ -84,6 +84,14 @@ from tracekit.ingest.staging import StageTable
 from tracekit.ingest.trace_rows import FileState, TraceRows, dump_json, int_or_none
 
 FORMAT_NAME = "tracekit-cupti"
+#: the record format version this module writes about; readers refuse newer ones
+FORMAT_VERSION = 1
+
+
+def header_record(pid: int, **fields: Any) -> dict[str, Any]:
+    """The first line a writer emits (``json.dumps`` it, then one record per line)."""
+    return {"kind": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION, "pid": pid,
+            **fields}
 
 
 def _open_text(path: Path) -> IO[str]:
