@@ -1,16 +1,19 @@
 """The findings stage: read one run's aggregates from the store, judge, write findings and verdict.
 
-All aggregation happens in SQL (GROUP BY phase, path, library …) so the work is per unique
-kernel name and per group, never per kernel record. Re-running the stage replaces the run's
-findings and verdict, so new rules or a new ``--model`` re-judge an old run without re-ingest.
+The kernel records are read once, grouped in SQL by (name, device, phase); every aggregate the
+findings need is then built from those few thousand groups — work per unique kernel name,
+never per kernel record. Re-running the stage replaces the run's findings and verdict, so new
+rules or a new ``--model`` re-judge an old run without re-ingest.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from tracekit.expect.checkpoint import Declaration
 from tracekit.expect.gpu import (
@@ -118,10 +121,11 @@ def build_context(
             gpu_name = None  # the trace's GPU name describes another GPU than --gpu
     marker, heuristic = _step_counts(connection, run_id)
     domains, ranges = _nvtx(connection, run_id)
+    groups = _name_groups(connection, run_id)
     return FindingContext(
-        gemm=_gemm_time(connection, run_id),
-        attention=_attention_time(connection, run_id),
-        kernels=_kernel_times(connection, run_id, device_archs),
+        gemm=_gemm_time(groups),
+        attention=_attention_time(groups),
+        kernels=_kernel_times(groups, device_archs),
         declaration=declaration,
         gpu_arch=gpu_arch,
         gpu_name=gpu_name,
@@ -134,133 +138,124 @@ def build_context(
     )
 
 
-def _duration():  # type: ignore[no-untyped-def]
-    return func.sum(KernelRow.end_ns - KernelRow.start_ns)
+@dataclass(frozen=True)
+class _NameGroup:
+    """Kernel time of one unique name on one device in one phase, with its classification."""
+
+    name: str
+    device: int | None
+    phase: str
+    ns: int
+    op: str | None
+    path: str | None
+    library: str | None
+    weights: str | None
+    activations: str | None
 
 
-def _phase_column():  # type: ignore[no-untyped-def]
-    return func.coalesce(KernelRow.phase, "unattributed")
+def _name_groups(connection: Connection, run_id: int) -> list[_NameGroup]:
+    """One scan of the run's kernel records, grouped by (name, device, phase) in SQL.
 
-
-def _gemm_time(connection: Connection, run_id: int) -> tuple[PathTime, ...]:
-    phase = _phase_column().label("phase")
+    Every later aggregate (GEMM time per phase and path, attention time, arch tokens per name)
+    is computed from these few thousand groups, so the millions of records are read once.
+    """
+    per_name = (
+        select(
+            KernelRow.name_id,
+            KernelRow.device,
+            func.coalesce(KernelRow.phase, "unattributed").label("phase"),
+            func.sum(KernelRow.end_ns - KernelRow.start_ns).label("ns"),
+        )
+        .where(KernelRow.run_id == run_id)
+        .group_by(KernelRow.name_id, KernelRow.device, KernelRow.phase)
+        .subquery()
+    )
     query = (
         select(
-            phase,
+            KernelName.name,
+            per_name.c.device,
+            per_name.c.phase,
+            per_name.c.ns,
+            Classification.op,
             Classification.path,
             Classification.library,
-            Classification.activations,
-            _duration().label("ns"),
-        )
-        .select_from(KernelRow)
-        .join(
-            Classification,
-            and_(
-                Classification.run_id == KernelRow.run_id,
-                Classification.name_id == KernelRow.name_id,
-            ),
-        )
-        .where(KernelRow.run_id == run_id, Classification.op.in_(GEMM_OPS))
-        .group_by(phase, Classification.path, Classification.library, Classification.activations)
-    )
-    return tuple(
-        PathTime(
-            phase=row.phase,
-            path=row.path,
-            ns=int(row.ns or 0),
-            library=row.library,
-            activations=row.activations,
-        )
-        for row in connection.execute(query)
-    )
-
-
-def _attention_time(connection: Connection, run_id: int) -> tuple[AttentionTime, ...]:
-    """Attention time by (path, operand types, whether the name carries an 8/4-bit KV type)."""
-    lowered = func.lower(KernelName.name)
-    quantized_name = case(
-        (or_(*(lowered.like(f"%{word}%") for word in _KV_NAME_WORDS)), 1), else_=0
-    ).label("quantized_name")
-    query = (
-        select(
-            Classification.path,
             Classification.weights,
             Classification.activations,
-            quantized_name,
-            func.min(KernelName.name).label("example"),
-            _duration().label("ns"),
         )
-        .select_from(KernelRow)
-        .join(
+        .select_from(per_name)
+        .join(KernelName, KernelName.id == per_name.c.name_id)
+        .outerjoin(
             Classification,
-            and_(
-                Classification.run_id == KernelRow.run_id,
-                Classification.name_id == KernelRow.name_id,
-            ),
-        )
-        .join(KernelName, KernelName.id == KernelRow.name_id)
-        .where(KernelRow.run_id == run_id, Classification.op == "attention")
-        .group_by(
-            Classification.path, Classification.weights, Classification.activations, quantized_name
+            and_(Classification.run_id == run_id, Classification.name_id == per_name.c.name_id),
         )
     )
-    return tuple(
-        AttentionTime(
-            path=row.path,
+    return [
+        _NameGroup(
+            name=row.name,
+            device=row.device,
+            phase=row.phase,
             ns=int(row.ns or 0),
+            op=row.op,
+            path=row.path,
+            library=row.library,
             weights=row.weights,
             activations=row.activations,
-            example=row.example,
-            quantized_name=bool(row.quantized_name),
         )
         for row in connection.execute(query)
+    ]
+
+
+def _gemm_time(groups: Iterable[_NameGroup]) -> tuple[PathTime, ...]:
+    """GEMM time per (phase, path, library, activations)."""
+    totals: dict[tuple[str, str, str | None, str | None], int] = defaultdict(int)
+    for g in groups:
+        if g.op in GEMM_OPS and g.path:
+            totals[(g.phase, g.path, g.library, g.activations)] += g.ns
+    return tuple(
+        PathTime(phase=phase, path=path, ns=ns, library=library, activations=activations)
+        for (phase, path, library, activations), ns in totals.items()
+    )
+
+
+def _attention_time(groups: Iterable[_NameGroup]) -> tuple[AttentionTime, ...]:
+    """Attention time per (path, operand types, whether the name carries an 8/4-bit KV type)."""
+    totals: dict[tuple[str, str | None, str | None, bool], int] = defaultdict(int)
+    examples: dict[tuple[str, str | None, str | None, bool], tuple[int, str]] = {}
+    for g in groups:
+        if g.op != "attention" or not g.path:
+            continue
+        lowered = g.name.lower()
+        key = (g.path, g.weights, g.activations, any(w in lowered for w in _KV_NAME_WORDS))
+        totals[key] += g.ns
+        if key not in examples or g.ns > examples[key][0]:
+            examples[key] = (g.ns, g.name)
+    return tuple(
+        AttentionTime(
+            path=path,
+            ns=ns,
+            weights=weights,
+            activations=activations,
+            example=examples[(path, weights, activations, quantized)][1],
+            quantized_name=quantized,
+        )
+        for (path, weights, activations, quantized), ns in totals.items()
     )
 
 
 def _kernel_times(
-    connection: Connection, run_id: int, device_archs: dict[int, str]
+    groups: Iterable[_NameGroup], device_archs: dict[int, str]
 ) -> tuple[KernelTime, ...]:
-    """Per unique (name, device, phase): time, GEMM or not, path (thousands of rows)."""
-    phase = _phase_column().label("phase")
-    is_gemm = case((Classification.op.in_(GEMM_OPS), 1), else_=0).label("is_gemm")
-    query = (
-        select(
-            KernelName.name,
-            KernelRow.device,
-            phase,
-            Classification.path,
-            is_gemm,
-            _duration().label("ns"),
-        )
-        .select_from(KernelRow)
-        .join(KernelName, KernelName.id == KernelRow.name_id)
-        .outerjoin(
-            Classification,
-            and_(
-                Classification.run_id == KernelRow.run_id,
-                Classification.name_id == KernelRow.name_id,
-            ),
-        )
-        .where(KernelRow.run_id == run_id)
-        .group_by(
-            KernelRow.name_id,
-            KernelName.name,
-            KernelRow.device,
-            phase,
-            Classification.path,
-            is_gemm,
-        )
-    )
+    """Per unique (name, device, phase): time, GEMM or not, path (for arch tokens and examples)."""
     return tuple(
         KernelTime(
-            name=row.name,
-            ns=int(row.ns or 0),
-            device_arch=device_archs.get(row.device) if row.device is not None else None,
-            is_gemm=bool(row.is_gemm),
-            phase=row.phase,
-            path=row.path,
+            name=g.name,
+            ns=g.ns,
+            device_arch=device_archs.get(g.device) if g.device is not None else None,
+            is_gemm=g.op in GEMM_OPS,
+            phase=g.phase,
+            path=g.path,
         )
-        for row in connection.execute(query)
+        for g in groups
     )
 
 
