@@ -209,27 +209,31 @@ class Driver:
             raise Aborted("the engine exited")
 
     def wait_healthy(self) -> None:
-        """Poll ``/health`` then ``/v1/models`` until one answers 200."""
+        """Poll ``/health`` (``/v1/models`` where there is no ``/health``) until it says 200."""
         started = time.monotonic()
         deadline = started + self.spec.health_timeout_s
         announced = False
         while True:
             self._check()
-            for path in ("/health", "/v1/models"):
-                try:
-                    result = self.client.call("GET", path, timeout_s=5.0, retries=0)
-                except ConnectionError:
-                    continue
-                if result.status == 200:
-                    self.report.healthy_after_s = round(time.monotonic() - started, 3)
-                    self.say(f"server ready after {self.report.healthy_after_s:.1f} s")
-                    return
+            if self._healthy():
+                self.report.healthy_after_s = round(time.monotonic() - started, 3)
+                self.say(f"server ready after {self.report.healthy_after_s:.1f} s")
+                return
             if time.monotonic() > deadline:
                 raise Aborted(f"server not healthy after {self.spec.health_timeout_s:.0f} s")
             if not announced:
                 self.say(f"waiting for {self.report.url} to become healthy")
                 announced = True
             self.stop.wait(1.0)
+
+    def _healthy(self) -> bool:
+        try:
+            status = self.client.call("GET", "/health", timeout_s=5.0, retries=0).status
+            if status == 404:  # no /health: a listed model means the server is up
+                status = self.client.call("GET", "/v1/models", timeout_s=5.0, retries=0).status
+        except ConnectionError:
+            return False
+        return status == 200
 
     def discover_model(self) -> str | None:
         if self.spec.model:
