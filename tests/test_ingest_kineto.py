@@ -321,3 +321,29 @@ def test_trace_without_kernels(tmp_path):
     document["traceEvents"] = [e for e in document["traceEvents"] if e.get("cat") != "kernel"]
     trace = write_trace(tmp_path / "cpu_only.json", document)
     analyze_bad(tmp_path, trace, "no GPU kernel")
+
+
+@pytest.mark.postgres
+def test_same_rows_in_postgres(shared_trace, store_path):
+    """Staging and the final SQL are portable: PostgreSQL gets the same rows as SQLite."""
+    from sqlalchemy import text
+
+    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+
+    base = postgres_test_url()
+    if base is None:
+        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
+    path = shared_trace(B200)
+    truth = raw_truth(path)
+    with scratch_postgres_url(base) as url:
+        store = open_store(url)
+        try:
+            run = ingest(store, [path]).run_id
+            with store.engine.connect() as connection:
+                count, total, linked = connection.execute(text(
+                    "SELECT COUNT(*), SUM(end_ns - start_ns), COUNT(global_tid) FROM kernels "
+                    "WHERE run_id = :r"), {"r": run}).one()
+        finally:
+            store.dispose()
+    assert (count, int(total), linked) == (truth["kernels"], truth["kernel_ns"],
+                                           truth["kernels"])
