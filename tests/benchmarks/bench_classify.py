@@ -4,6 +4,10 @@ Run: ``python tests/benchmarks/bench_classify.py [N]``. Names are the labelled c
 into distinct strings (tile sizes, template numbers, suffixes), so the mix of families and
 name lengths matches real traces; the rule set is loaded once, outside the timing.
 Not collected by pytest (the file name does not start with ``test_``).
+
+Recorded 2026-11-29 on the 2-core development container, 65 rules, while other sessions kept
+the load average at 7-10: 0.37-0.87 s for 10,000 distinct names (37-87 us/name); rule loading
+0.07-0.1 s. Classification is per distinct name and never loops over kernel records.
 """
 
 from __future__ import annotations
