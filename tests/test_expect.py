@@ -254,6 +254,17 @@ def test_config_without_declaration_and_empty_directory(tmp_path: Path) -> None:
         read_declaration(listed)
 
 
+def test_weights_and_binary_files_are_config_errors(tmp_path: Path) -> None:
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\x00\x01")
+    with pytest.raises(ConfigError, match="model.safetensors: is a weights file"):
+        read_declaration(weights)
+    blob = tmp_path / "blob"
+    blob.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ConfigError, match="blob: neither a JSON config nor a GGUF file"):
+        read_declaration(blob)
+
+
 def test_unknown_modelopt_algo_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "hf_quant_config.json"
     path.write_text('{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP3"}}')

@@ -166,10 +166,17 @@ def read_declaration(path: Path) -> Declaration:
 
 
 def _load_json(path: Path) -> dict[str, Any]:
+    if path.suffix.lower() in {".safetensors", ".bin", ".pt", ".pth"}:
+        raise ConfigError(
+            f"{path}: is a weights file, not a config",
+            hint="pass the model directory or its config.json",
+        )
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read checkpoint config ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: neither a JSON config nor a GGUF file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read checkpoint config ({exc.strerror or exc})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
