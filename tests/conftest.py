@@ -58,8 +58,10 @@ def make_trace(tmp_path: Path) -> Callable[..., Path]:
     return build
 
 
-BF16_GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
-ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char *, 3>>(int, T2, T3)"
+BF16_GEMM = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+             "execute_segment_k_off_kernel__5x_cublas")
+ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<"
+               "c10::BFloat16>, at::detail::Array<char *, 3>>(int, T2, T3)")
 
 
 @pytest.fixture

@@ -210,7 +210,8 @@ def test_real_nsys_2026_export_keeps_kernels_without_runtime_partner(store, shar
                   r=run_id) == total
     assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE run_id = :r AND global_tid IS NULL",
                   r=run_id) == 1810
-    assert scalar(store, "SELECT producer_version FROM runs WHERE id = :r", r=run_id) == "2026.2.1.210"
+    assert scalar(store, "SELECT producer_version FROM runs WHERE id = :r",
+                  r=run_id) == "2026.2.1.210"
     assert scalar(store, "SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :r", r=run_id) == 16782
 
 

@@ -34,10 +34,11 @@ DISTINCT_NAMES = 3000
 STEP_EVERY = 100
 FAMILIES = [
     "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, "
-    "int>, cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized"
-    "<{stages}, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, cutlass::gemm::KernelTmaWarpSpecialized"
-    "Cooperative>, cute::tuple<cute::C<{m}>, cute::C<{n}>, cute::C<64>>, cutlass::bfloat16_t, "
-    "cute::tuple<long, cute::C<1>, long>, cutlass::bfloat16_t, cute::tuple<long, cute::C<1>, long>>>>"
+    "int>, cutlass::gemm::collective::CollectiveMma<cutlass::gemm::"
+    "MainloopSm90TmaGmmaWarpSpecialized<{stages}, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, "
+    "cutlass::gemm::KernelTmaWarpSpecializedCooperative>, cute::tuple<cute::C<{m}>, cute::C<{n}>, "
+    "cute::C<64>>, cutlass::bfloat16_t, cute::tuple<long, cute::C<1>, long>, cutlass::bfloat16_t, "
+    "cute::tuple<long, cute::C<1>, long>>>>"
     "(T1::Params)",
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize{m}x{n}x64_warpgroupsize1x1x1_execute_segment_k"
     "_off_kernel__5x_cublas_{stages}",
@@ -85,7 +86,8 @@ def build(path: Path, kernels: int) -> None:
             "INSERT INTO TARGET_INFO_GPU (vmId, id, name, smCount, cuDevice, computeMajor, "
             "computeMinor) VALUES (0, ?, 'NVIDIA H100 80GB HBM3', 132, ?, 9, 0)", (device, device))
     # kernel i: rank i % 2, launched at cpu = 1e9 + (i // 2) * 2500 ns, 5 streams per rank.
-    seq = f"WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < {kernels - 1})"
+    seq = ("WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq "
+           f"WHERE i < {kernels - 1})")
     rank_pid = f"(CASE i % 2 WHEN 0 THEN {pids[0]} ELSE {pids[1]} END)"
     cpu = "(1000000000 + (i / 2) * 2500)"
     duration = "(1000 + (i * 7919) % 4000)"

@@ -44,7 +44,8 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
     Example:
       tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
     """
-    from tracekit.analysis import AnalysisOptions, analyze as run_analysis
+    from tracekit.analysis import AnalysisOptions
+    from tracekit.analysis import analyze as run_analysis
     from tracekit.ingest.pipeline import detect_inputs, expand_inputs
 
     # Refuse unreadable inputs before the store is even created.

@@ -104,7 +104,9 @@ def find_run(connection: Connection, sha256: str) -> int | None:
 
 
 @contextmanager
-def _ingest_transaction(store: Store, source: Path | None) -> Iterator[tuple[Connection, BulkCopier | None]]:
+def _ingest_transaction(
+    store: Store, source: Path | None
+) -> Iterator[tuple[Connection, BulkCopier | None]]:
     """A write transaction; a SQLite source is attached first (ATTACH can't run inside one)."""
     with store.engine.connect() as connection:
         copier: BulkCopier | None = None

@@ -72,8 +72,8 @@ def read_metadata(schema: SourceSchema) -> tuple[str | None, str | None, dict[st
                 values.setdefault(str(name), str(value))
     options: dict[str, str] = {}
     if "META_DATA_CAPTURE" in tables:
-        for name, value in schema.copier.query(
-            "SELECT name, value FROM src.META_DATA_CAPTURE "
+        for (value,) in schema.copier.query(
+            "SELECT value FROM src.META_DATA_CAPTURE "
             "WHERE name LIKE '%CUDA_GRAPH_TRACE_OPTIONS:MODE'"
         ):
             options["cuda_graph_trace"] = str(value)
@@ -142,14 +142,20 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
 
 
 def _mirror(schema: SourceSchema, table: str, params: dict[str, Any]) -> None:
+    """Non-SQLite stores: copy a lookup table to the side connection the SELECTs run on.
+
+    Every column a later SELECT reads from ``main.<table>`` must be here (``api_names.name``
+    filters out launch calls).
+    """
     if schema.copier.native:
         return
     from sqlalchemy import text
 
+    columns = ("run_id", "source_key", "id", *(("name",) if table == "api_names" else ()))
     rows = schema.copier.connection.execute(
-        text(f"SELECT run_id, source_key, id FROM {table} WHERE run_id = :run_id"), params
+        text(f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = :run_id"), params
     ).all()
-    schema.copier.mirror_lookup(table, ("run_id", "source_key", "id"), rows)
+    schema.copier.mirror_lookup(table, columns, rows)
 
 
 def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
@@ -174,7 +180,8 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
          "global_pid"),
         f"""SELECT :run_id, a.id,
                    CASE {event_class} WHEN 1 THEN 'driver' ELSE 'runtime' END,
-                   {schema.expr('runtime', 'start_ns', 'r')}, {schema.expr('runtime', 'end_ns', 'r')},
+                   {schema.expr('runtime', 'start_ns', 'r')},
+                   {schema.expr('runtime', 'end_ns', 'r')},
                    {schema.expr('runtime', 'correlation_id', 'r')}, {tid}, {tid} & {PID_MASK}
             FROM src."{runtime}" AS r
             JOIN main.api_names AS a
@@ -205,7 +212,8 @@ def _fill_launch_table(schema: SourceSchema, params: dict[str, Any]) -> None:
     schema.copier.prepare(f"""
         INSERT INTO temp.tracekit_launch
         SELECT {LAUNCH_KEY.format(pid=tid, cid=schema.expr('runtime', 'correlation_id', 'r'))},
-               {tid}, {schema.expr('runtime', 'start_ns', 'r')}, {schema.expr('runtime', 'end_ns', 'r')}
+               {tid}, {schema.expr('runtime', 'start_ns', 'r')},
+               {schema.expr('runtime', 'end_ns', 'r')}
         FROM src."{runtime}" AS r
         WHERE {tid} IS NOT NULL AND {schema.expr('runtime', 'correlation_id', 'r')} IS NOT NULL
         ON CONFLICT (key) DO UPDATE SET tid = excluded.tid, s = excluded.s, e = excluded.e
@@ -276,7 +284,8 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
         domain_expr = f"""(SELECT MIN(d.text) FROM src."{nvtx}" AS d
                            WHERE d.eventType = 75 AND d.domainId = e.domainId
                              AND (d.globalTid & {PID_MASK}) = (e.globalTid & {PID_MASK}))"""
-        domain_expr = f"CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL ELSE {domain_expr} END"
+        domain_expr = (f"CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL "
+                       f"ELSE {domain_expr} END")
     else:
         domain_expr = "NULL"
     return schema.copier.copy(
@@ -321,7 +330,8 @@ def _copy_devices(schema: SourceSchema, params: dict[str, Any]) -> None:
             for target in ("id", "name", "compute_major", "compute_minor", "sm_count",
                            "memory_bytes", "uuid")
         )
-        gpus = f'(SELECT {gpu_cols}, g.computeMajor, g.computeMinor FROM src."{schema.table("gpus")}" AS g)'
+        gpus = (f'(SELECT {gpu_cols}, g.computeMajor, g.computeMinor '
+                f'FROM src."{schema.table("gpus")}" AS g)')
         if schema.has("cuda_devices"):
             select = f"""
                 SELECT :run_id, c.cudaId, c.pid, g.name, g.compute_major, g.compute_minor,
