@@ -22,7 +22,6 @@ import argparse
 import os
 import resource
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
