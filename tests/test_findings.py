@@ -827,3 +827,35 @@ def test_a_sliver_of_unattributed_bf16_is_not_judged(store: Store) -> None:
     findings, verdict = judge(store, run, W4A4)
     assert not errors(findings)
     assert "unattributed" not in verdict
+
+
+def test_every_rule_message_renders_with_its_declared_fields() -> None:
+    from tracekit.expect._data import load_table
+
+    sample = {
+        "phase": "decode",
+        "share": 0.5,
+        "observed": "weight_only",
+        "detail": " (Marlin)",
+        "declarer": "the checkpoint declares",
+        "declared": "W4A4 NVFP4",
+        "gpu": "RTX 5090",
+        "arch": "sm120",
+        "native": "FP4",
+        "threshold": 0.2,
+        "examples": "`x`",
+        "steps": 3,
+        "domains": "'vllm'",
+        "count": 1,
+        "example": "`k`",
+        "token": "sm100",
+        "kv": "FP8",
+        "line": 3,
+        "text": "t",
+    }
+    rules = load_rules()
+    for row in load_table("_findings.toml")["rule"]:
+        fields = {key: sample[key] for key in row["fields"]}
+        assert rules.rule(row["id"]).render(**{"phase": None, "share": None, **fields})
+    for template in rules.verdict.values():
+        assert template.format(**sample)
