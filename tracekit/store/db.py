@@ -114,18 +114,24 @@ class Store:
         with "database is locked" when another writer got there in between (the busy
         timeout cannot help a lock upgrade); taking the lock first makes writers queue.
         """
-        with self.engine.connect() as connection:
-            if self.is_sqlite:
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-            else:
-                connection.begin()
-            try:
-                yield connection
-            except BaseException:
-                connection.rollback()
+        try:
+            with self.engine.connect() as connection:
+                if self.is_sqlite:
+                    connection.exec_driver_sql("BEGIN IMMEDIATE")
+                else:
+                    connection.begin()
+                try:
+                    yield connection
+                except BaseException:
+                    connection.rollback()
+                    raise
+                else:
+                    connection.commit()
+        except OperationalError as exc:
+            error = store_write_error(self, exc)
+            if error is None:
                 raise
-            else:
-                connection.commit()
+            raise error from None
 
     def connect(self) -> Connection:
         """A plain connection for reads."""
@@ -323,6 +329,20 @@ def _check_revision(store: Store, *, write: bool) -> None:
             f"this tracekit needs {head}",
             hint=f"run `tracekit db upgrade --store {display_url(url)}`",
         )
+
+
+#: words in a database error that mean the store itself cannot take the write
+_STORAGE_WORDS = ("readonly", "read-only", "read only", "disk", "full", "no space",
+                  "permission", "unable to open", "i/o error")
+
+
+def store_write_error(store: Store, exc: BaseException) -> StoreError | None:
+    """A one-line StoreError when ``exc`` says the store cannot be written, else None."""
+    message = first_line(exc)
+    if not any(word in message.lower() for word in _STORAGE_WORDS):
+        return None
+    return StoreError(f"cannot write store {display_url(store.url)}: {message}",
+                      hint="free disk space or pass a writable --store")
 
 
 def first_line(exc: BaseException) -> str:
