@@ -26,6 +26,7 @@ from click.testing import CliRunner
 
 from tracekit.capture import backends, engines, nsys, procs
 from tracekit.capture.cupti_runner import JsonLinesWriter
+from tracekit.capture.lifecycle import StopPolicy, Supervisor
 from tracekit.cli import cli
 
 STEPS = [("execute_context_1(16)_generation_0(0)", 2), ("execute_context_0(0)_generation_4(4)", 3)]
@@ -376,3 +377,68 @@ def test_process_tree_helpers() -> None:
         assert not procs.alive(mine[0])
     finally:
         sleeper.kill()
+
+
+@needs_nsys
+def test_a_crashing_command_is_reported_and_analyzed(tmp_path: Path) -> None:
+    crash = tmp_path / "crash.py"
+    crash.write_text("import os, signal, time, nvtx\n"
+                     "with nvtx.annotate('execute_context_0(0)_generation_4(4)'):\n"
+                     "    time.sleep(0.01)\n"
+                     "os.kill(os.getpid(), signal.SIGSEGV)\n")
+    run_dir, store = tmp_path / "run", tmp_path / "store.db"
+    audit = start_audit(audit_argv(run_dir, store, sys.executable, str(crash)), tmp_path)
+    out, err = audit.communicate(timeout=180)
+    assert audit.returncode == 128 + signal.SIGSEGV, err
+    assert "(crashed)" in err
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "crashed" and "run_id" in record["analysis"]
+    # ranges nsys had not flushed when the process died may be lost; the run is stored anyway
+    assert json.loads(out)["run"]["id"] == record["analysis"]["run_id"]
+    assert_nothing_left(run_dir)
+
+
+def supervise(tmp_path: Path, code: str, **policy: float) -> Supervisor:
+    supervisor = Supervisor([sys.executable, "-c", code], {"TK_TEST": "1"},
+                            tmp_path / "engine.log", None, policy=StopPolicy(**policy))
+    supervisor.start()
+    return supervisor
+
+
+def test_stop_ladder_escalates_to_sigterm_when_sigint_is_ignored(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    code = ("import os, signal, time, pathlib; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "print('env', os.environ['TK_TEST'], flush=True); "
+            f"pathlib.Path({str(ready)!r}).touch(); "
+            "time.sleep(60)")
+    supervisor = supervise(tmp_path, code, sigint_s=0.5, sigterm_s=5.0)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    supervisor.request_stop("interrupted")
+    outcome = supervisor.wait()
+    assert outcome.signals_sent == ["SIGINT", "SIGTERM"]
+    assert outcome.returncode == 128 + signal.SIGTERM and outcome.interrupted
+    assert (tmp_path / "engine.log").read_text() == "env 1\n"
+
+
+def test_leftover_daemons_of_the_command_are_ended(tmp_path: Path) -> None:
+    """A grandchild that double-forks into its own session (as nsys's agent does) is found."""
+    marker = tmp_path / "daemon-pid"
+    code = textwrap.dedent(f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(marker)!r}, "w").write(str(os.getpid()))
+                time.sleep(120)
+            os._exit(0)
+        time.sleep(0.5)
+    """)
+    supervisor = supervise(tmp_path, code)
+    outcome = supervisor.wait()
+    assert outcome.returncode == 0
+    daemon = int(marker.read_text())
+    assert any(line.startswith(f"{daemon} ") for line in outcome.leftovers_ended)
+    info = procs.read_proc(daemon)
+    assert info is None or info.state == "Z"
