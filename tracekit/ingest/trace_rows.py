@@ -99,7 +99,6 @@ class FileState:
     devices_seen: set[int] = field(default_factory=set)
     runtime_pids: Counter[int] = field(default_factory=Counter)
     cpu_pids: Counter[int] = field(default_factory=Counter)
-    events: int = 0
 
     @property
     def base_ns(self) -> int:
