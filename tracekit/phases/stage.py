@@ -99,44 +99,63 @@ def _range_count(connection: Connection, run_id: int) -> int:
 def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo]
                   ) -> PhaseReport:
     _load_marker_table(connection, infos)
-    run_end = _capture_end(connection, run_id)
+    params = {"run_id": run_id, "run_end": _capture_end(connection, run_id)}
     kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
-    marker_ranges = int(connection.execute(text(
-        f"SELECT COUNT(*) FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
-        f"WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds})"), {"run_id": run_id}).scalar() or 0)
+    marker_ranges, step_ranges = connection.execute(text(
+        f"SELECT COUNT(*), SUM(CASE WHEN m.phase <> 'idle' THEN 1 ELSE 0 END) "
+        f"FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
+        f"WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds})"), params).one()
     # Open ranges (never popped) end at the end of the capture, as nsys' projection does.
+    # A marker range nested in an earlier one on the same thread is the same step marked
+    # twice (an engine's marker inside a user's tracekit.mark, say): the outermost range is
+    # the step. A running maximum of earlier ends per thread finds them in the same sort.
     connection.execute(text(f"""
         INSERT INTO steps (run_id, nvtx_id, engine, phase, source, text, start_ns, end_ns,
                            global_tid, global_pid, prefill_tokens, decode_tokens,
                            prefill_requests, decode_requests)
-        SELECT :run_id, n.id, m.engine, m.phase, 'marker', n.text, n.start_ns,
-               COALESCE(n.end_ns, :run_end), n.global_tid, n.global_pid, m.prefill_tokens,
-               m.decode_tokens, m.prefill_requests, m.decode_requests
-        FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text
-        WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds}) AND m.phase <> 'idle'
-        ORDER BY n.global_tid, n.start_ns, n.id"""), {"run_id": run_id, "run_end": run_end})
+        SELECT :run_id, id, engine, phase, 'marker', text, start_ns, end_ns, global_tid,
+               global_pid, prefill_tokens, decode_tokens, prefill_requests, decode_requests
+        FROM (SELECT n.id, n.text, n.start_ns, COALESCE(n.end_ns, :run_end) AS end_ns,
+                     n.global_tid, n.global_pid, m.engine, m.phase, m.prefill_tokens,
+                     m.decode_tokens, m.prefill_requests, m.decode_requests,
+                     MAX(COALESCE(n.end_ns, :run_end)) OVER (
+                         PARTITION BY n.global_tid
+                         ORDER BY n.start_ns, COALESCE(n.end_ns, :run_end) DESC, n.id
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS outer_end
+              FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text
+              WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds}) AND m.phase <> 'idle'
+             ) AS ranges
+        WHERE outer_end IS NULL OR outer_end < end_ns
+        ORDER BY global_tid, start_ns, id"""), params)
     connection.execute(text("DROP TABLE tk_marker_texts"))
-    nested = attribute.drop_nested_steps(connection, run_id)
-    by_launch = attribute.attribute_by_launch(connection, run_id)
-    attribute.project_to_gpu(connection, run_id)
-    by_gpu = attribute.attribute_orphans_by_gpu_time(connection, run_id)
-    if by_gpu:
-        attribute.project_to_gpu(connection, run_id)
-    steps = dict(connection.execute(text(
-        "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"),
-        {"run_id": run_id}).all())
+    attribute.attribute_by_launch(connection, run_id)
+    in_steps = attribute.project_to_gpu(connection, run_id)
+    by_gpu = 0
+    if _has_orphans(connection, run_id):
+        by_gpu = attribute.attribute_orphans_by_gpu_time(connection, run_id)
+        if by_gpu:
+            in_steps = attribute.project_to_gpu(connection, run_id)
+    steps = {str(phase): int(count) for phase, count in connection.execute(text(
+        "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"), params)}
     engines = sorted({info.engine for info in infos.values()})
     step_total = sum(steps.values())
-    idle = marker_ranges - step_total - nested
+    marker_ranges, step_ranges = int(marker_ranges or 0), int(step_ranges or 0)
     message = (f"{step_total:,} steps from {', '.join(engines)} step markers; "
-               f"{by_launch + by_gpu:,} kernels attributed")
+               f"{in_steps:,} kernels attributed")
     if step_total == 0:
         message = (f"{marker_ranges:,} {', '.join(engines)} step markers, all idle steps: "
                    "no prefill or decode work to attribute")
     return PhaseReport(method="marker", message=message, engines=engines,
-                       marker_ranges=marker_ranges, idle_markers=max(idle, 0),
-                       nested_dropped=nested, steps={str(k): int(v) for k, v in steps.items()},
-                       kernels_by_launch=by_launch, kernels_by_gpu_time=by_gpu)
+                       marker_ranges=marker_ranges, idle_markers=marker_ranges - step_ranges,
+                       nested_dropped=step_ranges - step_total, steps=steps,
+                       kernels_by_launch=in_steps - by_gpu, kernels_by_gpu_time=by_gpu)
+
+
+def _has_orphans(connection: Connection, run_id: int) -> bool:
+    """Any kernel without a launch record (a trace cut to a window)?"""
+    return connection.execute(text(
+        "SELECT 1 FROM kernels WHERE run_id = :run_id AND launch_start_ns IS NULL LIMIT 1"),
+        {"run_id": run_id}).first() is not None
 
 
 def _capture_end(connection: Connection, run_id: int) -> int | None:
