@@ -442,3 +442,21 @@ def test_leftover_daemons_of_the_command_are_ended(tmp_path: Path) -> None:
     assert any(line.startswith(f"{daemon} ") for line in outcome.leftovers_ended)
     info = procs.read_proc(daemon)
     assert info is None or info.state == "Z"
+
+
+def test_a_profiler_writing_its_report_is_not_rushed(tmp_path: Path) -> None:
+    """After SIGINT, a lone profiler process (the program has ended) may finish its report."""
+    fake_nsys = tmp_path / "nsys"
+    fake_nsys.symlink_to(sys.executable)
+    ready = tmp_path / "ready"
+    code = ("import signal, time, pathlib; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            f"pathlib.Path({str(ready)!r}).touch(); time.sleep(2.0)")
+    supervisor = Supervisor([str(fake_nsys), "-c", code], {}, tmp_path / "engine.log", None,
+                            policy=StopPolicy(sigint_s=0.3, sigterm_s=5.0))
+    supervisor.start()
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    supervisor.request_stop("interrupted")
+    outcome = supervisor.wait()
+    assert outcome.signals_sent == ["SIGINT"] and outcome.returncode == 0

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -115,6 +115,13 @@ class StopPolicy:
 
     sigint_s: float = 60.0
     sigterm_s: float = 15.0
+    #: after SIGINT, how long a profiler alone (the program has exited) may keep writing its
+    #: report before SIGTERM; a second Ctrl-C cuts it short
+    profiler_finish_s: float = 1800.0
+
+
+#: executables that write the trace after the program has ended (not to be rushed)
+PROFILER_NAMES = ("nsys", "nsys-launcher", "nsys-tee", "QdstrmImporter", "ncu")
 
 
 class Supervisor:
@@ -122,13 +129,15 @@ class Supervisor:
 
     def __init__(self, argv: Sequence[str], env_delta: Mapping[str, str], log_path: Path,
                  echo: IO[bytes] | None, cwd: Path | None = None,
-                 policy: StopPolicy | None = None) -> None:
+                 policy: StopPolicy | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.argv = list(argv)
         self.env_delta = dict(env_delta)
         self.log_path = log_path
         self.echo = echo
         self.cwd = cwd
         self.policy = policy or StopPolicy()
+        self.say = say or (lambda message: None)
         self.tracker = ProcessTracker()
         self.process: subprocess.Popen[bytes] | None = None
         self._stop = threading.Event()
@@ -198,12 +207,19 @@ class Supervisor:
             except (ProcessLookupError, PermissionError):
                 pass
 
+    def _only_profiler_left(self) -> bool:
+        """True when every live process of the capture is a profiler binary (no program)."""
+        alive = self.tracker.leftovers()
+        return bool(alive) and all(
+            Path(info.cmdline.split(" ")[0]).name in PROFILER_NAMES for info in alive)
+
     def wait(self) -> ChildOutcome:
         """Wait for the command to end, walking the stop ladder once a stop is requested."""
         assert self.process is not None
         ladder = ((signal.SIGINT, self.policy.sigint_s), (signal.SIGTERM, self.policy.sigterm_s),
                   (signal.SIGKILL, 5.0))
         last_snapshot, rung, rung_deadline = 0.0, 0, 0.0
+        sigint_at, told_finishing, forced = 0.0, False, False
         while self.process.poll() is None:
             now = time.monotonic()
             if now - last_snapshot >= SNAPSHOT_EVERY_S:
@@ -212,7 +228,15 @@ class Supervisor:
             if self._stop.is_set():
                 if self._urgent.is_set() and rung == 1:
                     self._urgent.clear()
-                    rung_deadline = now  # a second Ctrl-C: no more waiting for SIGINT
+                    forced, rung_deadline = True, now  # a second Ctrl-C: stop waiting
+                if (rung == 1 and now >= rung_deadline and not forced
+                        and now - sigint_at < self.policy.profiler_finish_s
+                        and self._only_profiler_left()):
+                    if not told_finishing:
+                        self.say("the program has ended; waiting for the profiler to write its "
+                                 "report (Ctrl-C again to stop it)")
+                        told_finishing = True
+                    rung_deadline = now + 2.0
                 if rung < len(ladder) and (rung == 0 or now >= rung_deadline):
                     signum, wait_s = ladder[rung]
                     self.tracker.snapshot()
@@ -220,6 +244,8 @@ class Supervisor:
                     if signum != signal.SIGINT:
                         self._forward_to_program(signum)
                     rung, rung_deadline = rung + 1, now + wait_s
+                    if signum == signal.SIGINT:
+                        sigint_at = now
                 elif rung == len(ladder) and now >= rung_deadline:
                     break  # unkillable (D state): give up waiting, report what we know
                 time.sleep(POLL_S)

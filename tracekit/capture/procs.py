@@ -176,7 +176,13 @@ class ProcessTracker:
         """Processes we saw that still run (the root excluded once it has exited)."""
         self.snapshot()
         me = os.getpid()
-        return [info for info in self.seen.values() if info.pid != me and alive(info)]
+        current = []
+        for info in self.seen.values():
+            now = read_proc(info.pid)
+            if (info.pid != me and now is not None and now.start_ticks == info.start_ticks
+                    and now.state != "Z"):
+                current.append(now)  # fresh: the command line seen at fork may predate exec
+        return current
 
     def agents(self) -> list[ProcInfo]:
         """``nsys --start-agent`` daemons belonging to an nsys session we started."""

@@ -180,7 +180,7 @@ def run_audit(settings: AuditSettings, say: Callable[[str], None]) -> AuditOutco
     for note in notes:
         say(note)
     supervisor = Supervisor(capture.argv, capture.env, run_dir / LOG_NAME, settings.echo,
-                            policy=settings.stop)
+                            policy=settings.stop, say=say)
     stop_load = threading.Event()
 
     def interrupted() -> None:
