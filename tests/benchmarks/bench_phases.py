@@ -37,14 +37,27 @@ NAMES = [
     "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>(flash::Flash_fwd_params)",
     "void marlin::Marlin<256, 1, 8, 8, 4, 8>(const int4 *)",
 ]
+#: llama.cpp-style names for the marker-free run: eager (prompt) steps use the first two,
+#: graph (token) steps the last two, and every third kernel a norm.
+LLAMA_NAMES = [
+    "void mul_mat_q<(ggml_type)12, 128, false>(const char *, const int *)",
+    "void flash_attn_ext_f16<128, 128, 64, 2, false, false>(const char *)",
+    "void rms_norm_f32<1024>(const float *, float *)",
+    "void mul_mat_vec_q<(ggml_type)12, 1, false>(const void *, const void *)",
+    "void flash_attn_ext_vec<128, 1, (ggml_type)1, (ggml_type)1, false>(const char *)",
+]
 PIDS = (1000, 2000)
 LAUNCH_NS = 2_500
 STEP_GAP_NS = 50_000
 T0 = 1_000_000_000
 
 
-def build(path: Path, kernels: int, steps: int) -> None:
-    """A two-rank nsys export: ``kernels`` kernels in ``steps`` step ranges (half per rank)."""
+def build(path: Path, kernels: int, steps: int, markers: bool = True) -> None:
+    """A two-rank nsys export: ``kernels`` kernels in ``steps`` step ranges (half per rank).
+
+    Without ``markers`` there are no ranges and the names are llama.cpp's, so the
+    heuristics have to find the same steps.
+    """
     per_rank_steps = max(1, steps // len(PIDS))
     per_step = max(1, kernels // len(PIDS) // per_rank_steps)
     period = per_step * LAUNCH_NS + STEP_GAP_NS
@@ -53,7 +66,7 @@ def build(path: Path, kernels: int, steps: int) -> None:
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
     connection.executemany("INSERT INTO StringIds VALUES (?, ?)",
-                           [(i + 1, name) for i, name in enumerate(NAMES)])
+                           [(i + 1, name) for i, name in enumerate(NAMES if markers else LLAMA_NAMES)])
     launch_id, graph_id = len(NAMES) + 1, len(NAMES) + 2
     connection.execute("INSERT INTO StringIds VALUES (?, ?)", (launch_id, LAUNCH_API))
     connection.execute("INSERT INTO StringIds VALUES (?, ?)", (graph_id, GRAPH_API))
@@ -76,6 +89,8 @@ def build(path: Path, kernels: int, steps: int) -> None:
     step_key = f"({step} * 2 + i % 2)"
     correlation = f"(CASE WHEN {graph} THEN {total} + 1 + {step_key} ELSE i + 1 END)"
     duration = "(800 + (i * 7919) % 2000)"
+    name = (f"(1 + i % {len(NAMES)})" if markers else
+            f"(CASE WHEN i % 3 = 2 THEN 3 WHEN {graph} THEN 4 + i % 2 ELSE 1 + i % 2 END)")
     gpu = f"({step_start} + 30000 + {slot} * {LAUNCH_NS})"
     connection.execute(f"""
         {seq}
@@ -85,7 +100,7 @@ def build(path: Path, kernels: int, steps: int) -> None:
             staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal,
             gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig)
         SELECT {gpu}, {gpu} + {duration}, i % 2, 1, 7, {correlation}, {pid} << 24,
-               1 + i % {len(NAMES)}, 1 + i % {len(NAMES)}, NULL, 1, 0, 64, 132, 1, 1, 128, 1,
+               {name}, {name}, NULL, 1, 0, 64, 132, 1, 1, 128, 1,
                1, 0, 0, 0, 0, i + 1, NULL, CASE WHEN {graph} THEN 1 + {slot} END, NULL
         FROM seq""")
     connection.execute(f"""
@@ -95,7 +110,7 @@ def build(path: Path, kernels: int, steps: int) -> None:
         SELECT {launch}, {launch} + 2000, 0, ({pid} << 24) | {pid}, {correlation},
                CASE WHEN {graph} THEN {graph_id} ELSE {launch_id} END, 0
         FROM seq WHERE NOT {graph} OR {slot} = 0""")
-    for rank_pid in PIDS:
+    for rank_pid in PIDS if markers else ():
         connection.execute(f"""
             WITH RECURSIVE s(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM s
                                     WHERE j < {per_rank_steps - 1})
@@ -113,12 +128,13 @@ def build(path: Path, kernels: int, steps: int) -> None:
     connection.close()
 
 
-def run(out: Path, kernels: int, steps: int) -> tuple[int, float, float, int]:
+def run(out: Path, kernels: int, steps: int, markers: bool = True
+        ) -> tuple[int, float, float, int]:
     """Build (once), ingest and attribute; returns (kernels, ingest s, attribution s, misses)."""
-    trace = out / f"phases-{kernels}-{steps}.sqlite"
+    trace = out / f"phases-{kernels}-{steps}{'' if markers else '-heuristic'}.sqlite"
     if not trace.exists():
         started = time.perf_counter()
-        build(trace, kernels, steps)
+        build(trace, kernels, steps, markers)
         print(f"built {trace} ({trace.stat().st_size / 1e6:.0f} MB) in "
               f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
     for leftover in out.glob(f"store-phases-{kernels}.db*"):
@@ -145,9 +161,11 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--out", type=Path, default=Path("/tmp/tracekit-bench-phases"))
+    parser.add_argument("--no-markers", action="store_true",
+                        help="llama.cpp-style names and no ranges: time the heuristics")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = [run(args.out, count, args.steps) for count in args.kernels]
+    rows = [run(args.out, count, args.steps, not args.no_markers) for count in args.kernels]
     print("| kernels | step ranges | ingest | attribution | attribution / ingest | unattributed |")
     print("|---:|---:|---:|---:|---:|---:|")
     for count, ingest_s, attribution_s, misses in rows:

@@ -36,7 +36,8 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 HEURISTICS_FILE = "_phase_heuristics.toml"
-_TEMP_TABLES = ("tk_name_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun")
+_TEMP_TABLES = ("tk_name_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun", "tk_hgroup",
+                "tk_hstep")
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ def _label(connection: Connection, run_id: int) -> None:
                MAX(CASE WHEN sig IS NOT NULL THEN replay END) AS head_replay,
                CAST(NULL AS BIGINT) AS split_at
         FROM tk_h GROUP BY gp, dev, seg"""))
+    connection.execute(text("CREATE INDEX tk_hseg_key ON tk_hseg (gp, dev, seg)"))
     connection.execute(text("""
         UPDATE tk_hseg SET split_at = (
             SELECT MIN(h.start_ns) FROM tk_h h
@@ -185,6 +187,7 @@ def _label(connection: Connection, run_id: int) -> None:
 
 
 def _make_steps(connection: Connection, run_id: int) -> int:
+    """Maximal runs of one label per device become steps; kernels point at them."""
     connection.execute(text("""
         CREATE TEMPORARY TABLE tk_hrun AS
         SELECT id, gp, dev, label, start_ns, end_ns, launch_start_ns, launch_end_ns,
@@ -194,25 +197,36 @@ def _make_steps(connection: Connection, run_id: int) -> int:
         FROM (SELECT l.*, CASE WHEN LAG(label) OVER (PARTITION BY gp, dev ORDER BY start_ns, id)
                                     IS NOT DISTINCT FROM label THEN 0 ELSE 1 END AS changed
               FROM tk_hlab l) AS c"""))
+    connection.execute(text("CREATE INDEX tk_hrun_id ON tk_hrun (id)"))
+    connection.execute(text("""
+        CREATE TEMPORARY TABLE tk_hgroup AS
+        SELECT gp, dev, run, MIN(label) AS label,
+               COALESCE(MIN(launch_start_ns), MIN(start_ns)) AS cpu_start,
+               COALESCE(MAX(launch_end_ns), MAX(end_ns)) AS cpu_end,
+               MIN(start_ns) AS gpu_start, MAX(end_ns) AS gpu_end,
+               MIN(global_tid) AS global_tid, MIN(global_pid) AS global_pid,
+               ROW_NUMBER() OVER (ORDER BY gp, dev, run) AS rn
+        FROM tk_hrun WHERE label IS NOT NULL GROUP BY gp, dev, run"""))
+    connection.execute(text("CREATE INDEX tk_hgroup_key ON tk_hgroup (gp, dev, run)"))
     params: dict[str, Any] = {"run_id": run_id}
     connection.execute(text("""
         INSERT INTO steps (run_id, engine, phase, source, text, start_ns, end_ns, gpu_start_ns,
                            gpu_end_ns, global_tid, global_pid)
-        SELECT :run_id, NULL, MIN(label), 'heuristic', 'heuristic ' || MIN(label),
-               COALESCE(MIN(launch_start_ns), MIN(start_ns)),
-               COALESCE(MAX(launch_end_ns), MAX(end_ns)), MIN(start_ns), MAX(end_ns),
-               MIN(global_tid), MIN(global_pid)
-        FROM tk_hrun WHERE label IS NOT NULL GROUP BY gp, dev, run ORDER BY gp, dev, run"""),
-        params)
+        SELECT :run_id, NULL, label, 'heuristic', 'heuristic ' || label, cpu_start, cpu_end,
+               gpu_start, gpu_end, global_tid, global_pid
+        FROM tk_hgroup ORDER BY rn"""), params)
+    # The steps just inserted, in insertion order, are the groups in rn order.
+    connection.execute(text("""
+        CREATE TEMPORARY TABLE tk_hstep AS
+        SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM steps
+        WHERE run_id = :run_id AND source = 'heuristic'"""), params)
+    connection.execute(text("CREATE INDEX tk_hstep_rn ON tk_hstep (rn)"))
     result = connection.execute(text("""
-        UPDATE kernels SET step_id = m.step_id, phase = m.label
-        FROM (SELECT r.id AS kernel_id, r.label, s.id AS step_id
-              FROM tk_hrun r
-              JOIN (SELECT gp, dev, run, ROW_NUMBER() OVER (ORDER BY gp, dev, run) AS rn
-                    FROM tk_hrun WHERE label IS NOT NULL GROUP BY gp, dev, run) AS g
-                ON g.gp = r.gp AND g.dev = r.dev AND g.run = r.run
-              JOIN (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM steps
-                    WHERE run_id = :run_id AND source = 'heuristic') AS s ON s.rn = g.rn
-              WHERE r.label IS NOT NULL) AS m
-        WHERE kernels.id = m.kernel_id"""), params)
+        UPDATE kernels SET (step_id, phase) = (
+            SELECT t.id, g.label FROM tk_hrun r
+            JOIN tk_hgroup g ON g.gp = r.gp AND g.dev = r.dev AND g.run = r.run
+            JOIN tk_hstep t ON t.rn = g.rn
+            WHERE r.id = kernels.id)
+        WHERE run_id = :run_id
+          AND id IN (SELECT id FROM tk_hrun WHERE label IS NOT NULL)"""), params)
     return int(result.rowcount or 0)
