@@ -241,6 +241,9 @@ def test_engine_detection_and_server_url() -> None:
         == "http://127.0.0.1:9000"
     assert engines.server_url(engines.PRESETS["sglang"], ["x", "--host", "10.0.0.2"]) \
         == "http://10.0.0.2:30000"
+    old_vllm = engines.for_version(engines.PRESETS["vllm"], "0.12.0")
+    assert old_vllm.window_args == () and old_vllm.env["VLLM_TORCH_CUDA_PROFILE"] == "1"
+    assert engines.for_version(engines.PRESETS["vllm"], "0.33.0") is engines.PRESETS["vllm"]
     assert engines.engine_env(engines.PRESETS["vllm"], {}) == \
         {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
     assert engines.engine_env(engines.PRESETS["vllm"],
@@ -326,7 +329,7 @@ def test_ncu_command_line_targets_top_gemms_of_a_stored_run(tmp_path: Path, make
 def test_cupti_writer_output_is_read_by_the_cupti_reader(tmp_path: Path) -> None:
     """The JSON lines the cupti backend writes ingest as kernels (no GPU needed)."""
     kinds = SimpleNamespace(CONCURRENT_KERNEL=1, KERNEL=None, RUNTIME=2, DRIVER=3, MEMCPY=4,
-                            MEMSET=5, EXTERNAL_CORRELATION=6)
+                            MEMSET=5, EXTERNAL_CORRELATION=6, DEVICE=7)
     fake = SimpleNamespace(ActivityKind=kinds, get_version=lambda: 130400,
                            CallbackDomain=SimpleNamespace(RUNTIME_API=1, DRIVER_API=2),
                            get_callback_name=lambda domain, cbid: "cudaLaunchKernel")
@@ -335,6 +338,9 @@ def test_cupti_writer_output_is_read_by_the_cupti_reader(tmp_path: Path) -> None
     with path.open("w") as stream:
         writer = JsonLinesWriter(stream, fake)
         writer.header(["python", "x.py"])
+        writer.activity(SimpleNamespace(kind=7, id=0, name="NVIDIA H100 80GB HBM3",
+                                        compute_capability_major=9, compute_capability_minor=0,
+                                        num_multiprocessors=132, global_memory_size=80 << 30))
         for index in range(3):
             writer.activity(SimpleNamespace(
                 kind=1, name=mangled, start=1000 * index, end=1000 * index + 500,
@@ -350,7 +356,9 @@ def test_cupti_writer_output_is_read_by_the_cupti_reader(tmp_path: Path) -> None
     result = CliRunner().invoke(cli, ["analyze", str(path), "--store", str(tmp_path / "s.db"),
                                       "--json"])
     assert result.exit_code == 0, result.stderr
-    kernels = json.loads(result.stdout)["kernels"]
+    document = json.loads(result.stdout)
+    assert document["devices"][0]["compute_capability"] == "9.0"
+    kernels = document["kernels"]
     assert kernels[0]["count"] == 3 and kernels[0]["name"].startswith("void kernel<4>")
 
 

@@ -4,7 +4,9 @@ The lightest capture: NVIDIA's ``cupti-python`` activity API records every kerne
 call, memcpy, memset) while the program runs as ``__main__``; the records are written as JSON
 lines in the format documented in ``tracekit/ingest/readers/cupti_jsonl.py`` (formats.md §D).
 Needs ``cupti-python`` and an NVIDIA GPU; never run it under nsys, ncu or torch.profiler (one
-CUPTI subscriber per process). Imports cupti lazily so ``--help`` works anywhere.
+CUPTI subscriber per process). Imports cupti lazily so ``--help`` works anywhere, and nothing
+of tracekit beyond ``runner`` (the program's interpreter may lack tracekit's dependencies, so
+the header is built here rather than with the reader's ``header_record``).
 """
 
 from __future__ import annotations
@@ -90,6 +92,13 @@ class JsonLinesWriter:
                         "start": a.start, "end": a.end, "deviceId": a.device_id,
                         "streamId": a.stream_id, "correlationId": a.correlation_id,
                         "bytes": a.bytes})
+        elif kind == getattr(kinds, "DEVICE", object()):
+            # attribute names follow CUpti_ActivityDevice5 in snake case (unverified on a GPU)
+            self.write({"kind": "device", "id": a.id, "name": str(a.name),
+                        "computeMajor": getattr(a, "compute_capability_major", None),
+                        "computeMinor": getattr(a, "compute_capability_minor", None),
+                        "numSms": getattr(a, "num_multiprocessors", None),
+                        "totalGlobalMem": getattr(a, "global_memory_size", None)})
         elif kind == kinds.EXTERNAL_CORRELATION:
             self.write({"kind": "external_correlation", "correlationId": a.correlation_id,
                         "externalId": a.external_id, "externalKind": int(a.external_kind)})
@@ -113,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         wanted = [cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.DRIVER,
                   cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET,
                   cupti.ActivityKind.EXTERNAL_CORRELATION]
-        if hasattr(cupti.ActivityKind, "RUNTIME"):
-            wanted.append(cupti.ActivityKind.RUNTIME)
+        wanted += [getattr(cupti.ActivityKind, name) for name in ("RUNTIME", "DEVICE")
+                   if hasattr(cupti.ActivityKind, name)]
 
         def requested() -> tuple[int, int]:
             return 8 * 1024 * 1024, 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class EnginePreset:
     default_port: int = 8000
     #: the Python distribution whose version run.json records
     package: str | None = None
+    #: (first version with ``window_args``, env that opens the hook in older versions)
+    legacy_window: tuple[str, Mapping[str, str]] | None = None
     #: where the facts come from
     source: str = ""
 
@@ -64,6 +66,9 @@ PRESETS: dict[str, EnginePreset] = {
         server=True,
         default_port=8000,
         package="vllm",
+        # before 0.13 (--profiler-config), VLLM_TORCH_CUDA_PROFILE=1 did the same; an unknown
+        # flag aborts startup, so the engine's version decides
+        legacy_window=("0.13", {"VLLM_TORCH_CUDA_PROFILE": "1"}),
         source="engines.md §1.2 (vLLM 0.33: vllm/profiler/wrapper.py, "
                "vllm/entrypoints/serve/profile/api_router.py)",
     ),
@@ -143,6 +148,21 @@ def server_url(preset: EnginePreset | None, command: Sequence[str]) -> str:
         elif name == "--host" and value and value not in ("0.0.0.0", "::"):
             host = value
     return f"http://{host}:{port}"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"0.12.1rc2"`` → ``(0, 12, 1)``: enough to compare release numbers."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def for_version(preset: EnginePreset, version: str | None) -> EnginePreset:
+    """The preset adjusted to an engine version (older vLLM opens its hook with env)."""
+    if version is None or preset.legacy_window is None:
+        return preset
+    first, env = preset.legacy_window
+    if version_tuple(version) >= version_tuple(first):
+        return preset
+    return replace(preset, window_args=(), env={**preset.env, **env})
 
 
 def engine_env(preset: EnginePreset | None, environ: Mapping[str, str] | None = None

@@ -8,6 +8,7 @@ the collected files exactly as ``tracekit analyze`` would.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -19,7 +20,14 @@ from typing import IO, Any
 
 import tracekit
 from tracekit.capture import backends
-from tracekit.capture.engines import EnginePreset, engine_env, is_server, preset_for, server_url
+from tracekit.capture.engines import (
+    EnginePreset,
+    engine_env,
+    for_version,
+    is_server,
+    preset_for,
+    server_url,
+)
 from tracekit.capture.lifecycle import (
     LOG_NAME,
     ChildOutcome,
@@ -104,6 +112,10 @@ def plan(settings: AuditSettings, run_dir: Path, *, dry_run: bool = False
          ) -> tuple[backends.CapturePlan, EnginePreset | None, bool, str | None]:
     """The capture plan (tool checks included unless ``dry_run``)."""
     preset, engine_window, url = resolve(settings)
+    version = engine_version(preset, settings.command) if preset and preset.legacy_window \
+        and engine_window and not dry_run else None
+    if preset is not None:
+        preset = for_version(preset, version)
     request = backends.CaptureRequest(command=settings.command, backend=settings.backend,
                                       preset=preset, engine_window=engine_window,
                                       nsys=settings.nsys, ncu=settings.ncu)
@@ -116,12 +128,17 @@ def engine_version(preset: EnginePreset | None, command: list[str]) -> str | Non
     """The engine's version from its own interpreter's package metadata (best effort)."""
     if preset is None or preset.package is None:
         return None
+    return _package_version(preset.package, tuple(command))
+
+
+@functools.lru_cache(maxsize=8)
+def _package_version(package: str, command: tuple[str, ...]) -> str | None:
     try:
-        interpreter, _ = backends.python_program(command)
+        interpreter, _ = backends.python_program(list(command))
     except InputError:
         return None
     out = backends._quiet([interpreter, "-c", "import importlib.metadata as m; "
-                           f"print(m.version({preset.package!r}))"], 60)
+                           f"print(m.version({package!r}))"], 60)
     return out.strip() if out else None
 
 
