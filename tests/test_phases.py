@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,15 +66,38 @@ def new_store(tmp_path: Path) -> Store:
     return open_store(str(tmp_path / "store.db"))
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_of(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
+    """A store factory on SQLite, and on PostgreSQL when TRACEKIT_TEST_POSTGRES_URL is set."""
+    if request.param == "sqlite":
+        yield lambda: new_store(tmp_path)
+        return
+    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+
+    base = postgres_test_url()
+    if base is None:
+        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
+    opened: list[Store] = []
+    with scratch_postgres_url(base) as url:
+        def factory() -> Store:
+            opened.append(open_store(url))
+            return opened[-1]
+
+        yield factory
+        for store in opened:
+            store.dispose()
+
+
 def build_and_ingest(tmp_path: Path, scenario: Scenario, name: str = "trace.sqlite",
-                     edit: Any = None) -> tuple[Store, int]:
+                     edit: Any = None, store_of: Callable[[], Store] | None = None
+                     ) -> tuple[Store, int]:
     path = write_scenario(scenario, tmp_path / name)
     if edit is not None:
         connection = sqlite3.connect(path)
         with connection:
             edit(connection)
         connection.close()
-    store = new_store(tmp_path)
+    store = store_of() if store_of is not None else new_store(tmp_path)
     return store, ingest(store, [path]).run_id
 
 
@@ -216,9 +239,9 @@ def vllm_rank(pid: int, device: int = 0) -> RankSpec:
 VLLM_PHASES = {VLLM_PREFILL: "prefill", VLLM_DECODE: "decode", VLLM_MIXED: "mixed"}
 
 
-def test_vllm_markers_with_cuda_graph_decode(tmp_path: Path) -> None:
+def test_vllm_markers_with_cuda_graph_decode(tmp_path: Path, store_of: Callable[[], Store]) -> None:
     scenario = Scenario(ranks=[vllm_rank(4242)])
-    store, run_id = build_and_ingest(tmp_path, scenario)
+    store, run_id = build_and_ingest(tmp_path, scenario, store_of=store_of)
     report, table, how = analyze(store, run_id)
     assert report.method == "marker" and report.engines == ["vllm"]
     assert report.idle_markers == 1
@@ -242,9 +265,9 @@ def test_vllm_markers_with_cuda_graph_decode(tmp_path: Path) -> None:
         assert spans == 0
 
 
-def test_rerun_rewrites_instead_of_appending(tmp_path: Path) -> None:
+def test_rerun_rewrites_instead_of_appending(tmp_path: Path, store_of: Callable[[], Store]) -> None:
     scenario = Scenario(ranks=[vllm_rank(4242)])
-    store, run_id = build_and_ingest(tmp_path, scenario)
+    store, run_id = build_and_ingest(tmp_path, scenario, store_of=store_of)
     analyze(store, run_id)
     first = step_counts(store, run_id)
     report, table, _ = analyze(store, run_id)
@@ -252,9 +275,9 @@ def test_rerun_rewrites_instead_of_appending(tmp_path: Path) -> None:
     assert_matches_truth(table, truth(scenario, VLLM_PHASES))
 
 
-def test_two_tensor_parallel_ranks(tmp_path: Path) -> None:
+def test_two_tensor_parallel_ranks(tmp_path: Path, store_of: Callable[[], Store]) -> None:
     scenario = Scenario(ranks=[vllm_rank(5000, device=0), vllm_rank(5001, device=1)])
-    store, run_id = build_and_ingest(tmp_path, scenario)
+    store, run_id = build_and_ingest(tmp_path, scenario, store_of=store_of)
     _, table, _ = analyze(store, run_id)
     assert_matches_truth(table, truth(scenario, VLLM_PHASES))
     assert step_counts(store, run_id)[("decode", "marker")] == 16
@@ -313,7 +336,7 @@ def test_trtllm_markers_in_a_domain(tmp_path: Path) -> None:
     assert table["prefill"]["steps"] == 1 and table["prefill"]["source"] == "marker"
 
 
-def test_tracekit_marks_nested_around_engine_steps_count_once(tmp_path: Path) -> None:
+def test_tracekit_marks_nested_around_engine_steps_count_once(tmp_path: Path, store_of: Callable[[], Store]) -> None:
     from tracekit.mark import step_text
 
     outer = step_text(prefill_tokens=1024, prefill_requests=2)
@@ -327,7 +350,7 @@ def test_tracekit_marks_nested_around_engine_steps_count_once(tmp_path: Path) ->
             "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
             "VALUES (?, ?, 59, ?, ?, 0)", (start - 10, end + 10, outer, tid))
 
-    store, run_id = build_and_ingest(tmp_path, scenario, edit=wrap_prefill)
+    store, run_id = build_and_ingest(tmp_path, scenario, edit=wrap_prefill, store_of=store_of)
     report, table, _ = analyze(store, run_id)
     assert report.nested_dropped == 1
     assert table["prefill"]["steps"] == 1
@@ -363,7 +386,7 @@ def test_gpu_side_copies_of_annotations_are_not_steps(tmp_path: Path) -> None:
     assert_matches_truth(table, truth(scenario, VLLM_PHASES))
 
 
-def test_kernels_without_launch_record_fall_back_to_gpu_time(tmp_path: Path) -> None:
+def test_kernels_without_launch_record_fall_back_to_gpu_time(tmp_path: Path, store_of: Callable[[], Store]) -> None:
     """A trace cut mid-step loses launch records; GPU time inside a step's span still counts."""
     scenario = Scenario(ranks=[vllm_rank(4242)])
 
@@ -375,7 +398,8 @@ def test_kernels_without_launch_record_fall_back_to_gpu_time(tmp_path: Path) -> 
               JOIN StringIds s ON s.id = k.demangledName
               WHERE s.value = ? AND k.graphNodeId IS NULL)""", (ATTN,))
 
-    store, run_id = build_and_ingest(tmp_path, scenario, edit=drop_some_launches)
+    store, run_id = build_and_ingest(tmp_path, scenario, edit=drop_some_launches,
+                                     store_of=store_of)
     report, table, _ = analyze(store, run_id)
     assert report.kernels_by_gpu_time == 2
     assert_matches_truth(table, truth(scenario, VLLM_PHASES))
@@ -408,14 +432,14 @@ def llamacpp_rank() -> RankSpec:
     ])
 
 
-def test_marker_free_llamacpp_run_is_labelled_heuristic(tmp_path: Path) -> None:
+def test_marker_free_llamacpp_run_is_labelled_heuristic(tmp_path: Path, store_of: Callable[[], Store]) -> None:
     rank = llamacpp_rank()
     real = {id(step): "prefill" if step.text == "llama_prompt" else "decode"
             for step in rank.steps}
     for step in rank.steps:
         step.text = None  # llama.cpp emits no ranges at all
     scenario = Scenario(ranks=[rank])
-    store, run_id = build_and_ingest(tmp_path, scenario)
+    store, run_id = build_and_ingest(tmp_path, scenario, store_of=store_of)
     report, table, how = analyze(store, run_id)
     assert report.method == "heuristic" and "no step markers" in report.message
     assert set(report.signals) == {"llamacpp-mmq", "llamacpp-mmvq", "llamacpp-fattn-mma",
