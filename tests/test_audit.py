@@ -220,6 +220,10 @@ def test_dry_run_sglang_trtllm_llamacpp_presets(monkeypatch: pytest.MonkeyPatch)
                    "30", "--", "llama-bench", "-m", "m.gguf")
     assert "engine llamacpp" in llama.out and "cudaProfilerApi" not in llama.out
     assert "-t cuda,nvtx,cublas,osrt" in llama.out
+    own = invoke("--dry-run", "--nsys-arg=-t", "--nsys-arg=cuda", "--nsys-arg=--sample=cpu",
+                 "--", "llama-bench")
+    assert "-t cuda " in own.out and "cuda,nvtx" not in own.out
+    assert "--sample=cpu" in own.out and "--sample=none" not in own.out
     assert "--delay=5 --duration=30" in llama.out
     whole = invoke("--dry-run", "--window", "whole", "--load", "smoke", "--", "vllm", "serve", "M")
     assert "cudaProfilerApi" not in whole.out and "start_profile" not in whole.out
@@ -468,3 +472,21 @@ def test_a_profiler_writing_its_report_is_not_rushed(tmp_path: Path) -> None:
     supervisor.request_stop("interrupted")
     outcome = supervisor.wait()
     assert outcome.signals_sent == ["SIGINT"] and outcome.returncode == 0
+
+
+def test_unknown_command_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    result = invoke("-o", str(tmp_path / "r"), "--", "no-such-engine-xyz", "serve")
+    assert result.code == 2 and "no-such-engine-xyz: command not found" in result.err
+    assert not (tmp_path / "r").exists()
+
+
+@needs_nsys
+def test_a_profiler_that_cannot_start_is_one_line_exit_2(tmp_path: Path, program: Path) -> None:
+    run_dir = tmp_path / "run"
+    audit = start_audit(audit_argv(run_dir, tmp_path / "s.db", sys.executable, str(program), "0",
+                                   extra=("--nsys-arg=--trace=no-such-api",)), tmp_path)
+    out, err = audit.communicate(timeout=120)
+    assert audit.returncode == 2, err
+    assert "nsys could not start the capture: Illegal" in err
+    assert out == "" and "Traceback" not in err
+    assert_nothing_left(run_dir)

@@ -57,10 +57,15 @@ class CapturePlan:
 
 
 def has_gpu() -> bool:
-    """Whether an NVIDIA GPU is visible (driver device nodes or nvidia-smi)."""
-    if Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists():
+    """Whether an NVIDIA GPU is usable: a ``/dev/nvidiaN`` node or a GPU listed by nvidia-smi.
+
+    ``/dev/nvidiactl`` and an ``nvidia-smi`` binary alone prove nothing (containers without a
+    GPU have both; nvidia-smi then fails to reach the driver).
+    """
+    if any(Path("/dev").glob("nvidia[0-9]*")):
         return True
-    return shutil.which("nvidia-smi") is not None and _quiet(["nvidia-smi", "-L"]) is not None
+    listing = _quiet(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
+    return bool(listing and "GPU " in listing)
 
 
 def gpu_names() -> list[str]:
@@ -135,6 +140,8 @@ def plan_nsys(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> 
         settings.capture_range_end = preset.capture_range_end
         command = nsys_tool.window_command(preset, command)
         notes.append(f"capture window: {preset.name}'s own profiler hook (cudaProfilerApi)")
+    if not has_gpu():
+        notes.append("no NVIDIA GPU visible: the trace will hold CPU-side events (NVTX) only")
     output = run_dir / nsys_tool.REPORT_STEM
     return CapturePlan("nsys", nsys_tool.profile_command(nsys, output, settings, command), {},
                        output, tool=str(nsys),
@@ -213,6 +220,35 @@ def plan_capture(request: CaptureRequest, run_dir: Path, *, dry_run: bool = Fals
     if request.backend == "ncu":
         return plan_ncu(request, run_dir, dry_run)
     raise InputError(f"unknown backend {request.backend!r}", hint=f"one of {', '.join(BACKENDS)}")
+
+
+#: lines a profiler prints when it could not start the capture at all (usage lines last)
+STARTUP_FAILURES = {
+    "nsys": (re.compile(r"^(Illegal .*|Program not found.*|Unrecognized option.*|"
+                        r"Option .* cannot be .*|.*[Ff]ailed to (create|launch|start).*|"
+                        r"Error: .*|ERROR: .*)$", re.MULTILINE),
+             re.compile(r"^usage: nsys profile.*$", re.MULTILINE)),
+    "ncu": (re.compile(r"^==ERROR== .*$", re.MULTILINE),),
+}
+
+
+def startup_failure(plan: CapturePlan, log_text: str) -> str | None:
+    """The profiler's own complaint when it produced nothing because it could not start."""
+    for pattern in STARTUP_FAILURES.get(plan.backend, ()):
+        match = pattern.search(log_text)
+        if match:
+            return match.group(0).strip()
+    return None
+
+
+def check_command(command: Sequence[str]) -> None:
+    """Refuse a command that cannot be executed before anything starts."""
+    program = command[0]
+    if os.sep in program:
+        if not os.access(program, os.X_OK):
+            raise InputError(f"{program}: no such executable")
+    elif shutil.which(program) is None:
+        raise InputError(f"{program}: command not found", hint="check the command after --")
 
 
 def collect(plan: CapturePlan) -> list[Path]:

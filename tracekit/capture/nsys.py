@@ -40,6 +40,9 @@ OPTIONAL_TRACE = ("cublas", "osrt", "cudnn", "python-gil", "nvtx", "cuda")
 BASE_FLAGS = ("--trace-fork-before-exec=true", "--cuda-graph-trace=node",
               "--sample=none", "--cpuctxsw=none", "--force-overwrite=true")
 REPORT_STEM = "trace"
+#: short nsys options → long names, so ``--nsys-arg -t …`` replaces tracekit's own ``-t``
+ALIASES = {"-t": "--trace", "-s": "--sample", "-c": "--capture-range", "-f": "--force-overwrite",
+           "-y": "--delay", "-d": "--duration"}
 
 
 @dataclass
@@ -68,8 +71,13 @@ def trace_list(requested: Sequence[str]) -> list[str]:
 def profile_command(nsys: Path, output_base: Path, settings: NsysSettings,
                     command: Sequence[str]) -> list[str]:
     """``nsys profile … -o OUTPUT_BASE -- COMMAND`` (``output_base`` without extension)."""
-    argv = [str(nsys), "profile", *BASE_FLAGS, "-t", ",".join(trace_list(settings.trace))]
-    if settings.capture_range:
+    overridden = {ALIASES.get(arg.split("=")[0], arg.split("=")[0])
+                  for arg in settings.extra_args if arg.startswith("-")}
+    argv = [str(nsys), "profile"]
+    argv += [flag for flag in BASE_FLAGS if flag.split("=")[0] not in overridden]
+    if "--trace" not in overridden:
+        argv += ["-t", ",".join(trace_list(settings.trace))]
+    if settings.capture_range and "--capture-range" not in overridden:
         argv += ["--capture-range=cudaProfilerApi",
                  f"--capture-range-end={settings.capture_range_end}"]
     if settings.delay_s is not None:

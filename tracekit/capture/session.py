@@ -189,6 +189,7 @@ class _Signals:
 
 def run_audit(settings: AuditSettings, say: Callable[[str], None]) -> AuditOutcome:
     """Capture: start, drive, stop, clean up, collect, record."""
+    backends.check_command(settings.command)
     run_dir = make_run_dir(settings.output)
     capture, preset, engine_window, url = plan(settings, run_dir)
     record = base_record(settings, capture, preset, run_dir)

@@ -109,14 +109,22 @@ def audit(backend: str, engine: str | None, model: Path | None, expect: str | No
         _dry_run(settings)
         return
     outcome = run_audit(settings, say)
+    code = outcome.exit_code
     if outcome.child.interrupted:
         say("interrupted: the command was stopped; analyzing what was captured")
     elif outcome.record["status"] in ("crashed", "failed"):
-        say(f"the command exited with code {outcome.exit_code} ({outcome.record['status']}); "
-            "analyzing what was captured")
-    code = outcome.exit_code
+        say(f"the command exited with code {code} ({outcome.record['status']})"
+            + ("; analyzing what was captured" if outcome.traces else ""))
     if not outcome.traces:
-        say(f"no trace was captured; see {outcome.run_dir / 'engine.log'}")
+        from tracekit.capture.backends import startup_failure
+
+        log = outcome.run_dir / "engine.log"
+        complaint = startup_failure(outcome.plan, log.read_text(errors="replace")
+                                    if log.exists() else "")
+        if complaint:
+            say(f"error: {outcome.plan.backend} could not start the capture: {complaint}")
+            _finish(2, outcome.run_dir, as_json)
+        say(f"no trace was captured; see {log}")
         _finish(code or 2, outcome.run_dir, as_json)
     document = _analyze(outcome, store_url, model, expect, gpu, label)
     if document is None:
