@@ -130,6 +130,9 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RuleFileError(f"{path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise RuleFileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})",
+                            hint="TOML files must be UTF-8") from exc
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:

@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import hashlib
 import importlib
 import tempfile
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +37,21 @@ from tracekit.store.schema import Run
 HASH_CHUNK = 4 * 1024 * 1024
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
 SQLITE_SOURCE_READERS = {"nsys_sqlite"}
+
+
+class UnexpectedContent(InputError):
+    """A reader tripped over content it did not expect (a ValueError deep in a parser …).
+
+    The user gets one line naming the file instead of a traceback, and the store is
+    unchanged; the original exception stays attached (``__cause__``) for a bug report.
+    """
+
+
+#: what a reader raises when a file's content is not what its code assumed
+READER_SLIPS: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError,
+    UnicodeError, RecursionError, EOFError, zlib.error, csv.Error,
+)
 
 
 @dataclass(frozen=True)
@@ -163,15 +180,26 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
                     producer=info.producer or spec.producer,
                     producer_version=info.producer_version,
                     schema_version=info.schema_version, meta_json=info.meta_json))
-        except IntegrityError:
+        except IntegrityError as exc:
             # Another process ingested the same bytes between our check and our insert.
             with store.connect() as connection:
                 existing = find_run(connection, digest)
             if existing is None:
-                raise
+                # Not a race: the trace itself broke a constraint (a NULL start time, a
+                # duplicated id): the file is damaged, and nothing of it was stored.
+                raise InputError(f"{display}: trace has records tracekit cannot store "
+                                 f"({str(exc.orig).splitlines()[0]})",
+                                 hint="the file is damaged or was edited; export it again"
+                                 ) from None
             return IngestResult(existing, True, spec.id)
         except OperationalError as exc:
             raise _store_write_error(store, exc) from None
+        except READER_SLIPS as exc:
+            raise UnexpectedContent(
+                f"{display}: cannot read trace: unexpected content "
+                f"({type(exc).__name__}: {str(exc)[:200]})",
+                hint="the file may be damaged; if it opens in its own tool, please report "
+                     "this to tracekit") from exc
         except DBAPIError as exc:
             raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
                              ) from None
