@@ -618,12 +618,12 @@ if __name__ == "__main__":  # pragma: no cover - e.g. HYPOTHESIS_PROFILE=ci pyth
 # --- regressions: inputs the fuzzer found, kept as plain tests ---------------------------------
 
 def test_regression_runtime_rows_without_start(harness: Harness, nsys_base: bytes) -> None:
-    """NULL (or dropped) ``start`` in the runtime table broke a NOT NULL column: the
+    """A runtime table without ``start`` (NULL for a NOT NULL store column): the
     pipeline took the IntegrityError for a dedup race and re-raised it as a traceback."""
     work = harness.folder / "regression1.sqlite"
     work.write_bytes(nsys_base)
     with sqlite3.connect(work) as connection:
-        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = NULL")
+        connection.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN start TO begin")
     connection.close()
     before = harness.fingerprint()
     with pytest.raises(TracekitError, match="cannot store"):
