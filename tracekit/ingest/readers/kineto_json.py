@@ -73,6 +73,10 @@ FLOAT_EXACT_US = 2.0**41
 FLOAT_DISTINCT_US = 2.0**43
 _FIRST_TS = re.compile(rb'"ts"\s*:\s*"?(-?[0-9.]+)')
 _NO_ARGS: dict[str, Any] = {}
+#: the integer kernel args, in the order _kernel unpacks them
+KERNEL_ARG_TARGETS = ("device", "stream", "correlation", "registers", "shared_memory",
+                      "external_id", "graph_node_id", "graph_id")
+TYPES_CACHE_SIZE = 100_000
 
 
 def pick(args: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -134,6 +138,12 @@ class KinetoReader(TraceRows):
         self.flows = 0
         self.pending: dict[tuple[Any, Any, Any], list[Any]] = {}
         self.store_gpu_ranges = bool(data.get("store", {}).get("gpu_annotations"))
+        # kernel args read per event: the current spelling first, others only when missing
+        self.kernel_arg_keys = tuple(roles.args[target] for target in KERNEL_ARG_TARGETS)
+        self.kernel_args = tuple(keys[0] for keys in self.kernel_arg_keys)
+        self.kernel_alternatives = any(len(keys) > 1 for keys in self.kernel_arg_keys)
+        self.last_thread: tuple[Any, Any] = (None, None)
+        self.types_cache: dict[tuple[Any, ...], str] = {}
         self.handlers = {
             "kernel": self._kernel, "memcpy": self._memcpy, "memset": self._memset,
             "runtime": self._runtime, "driver": self._driver, "cpu_op": self._cpu_op,
@@ -208,31 +218,29 @@ class KinetoReader(TraceRows):
 
     def _kernel(self, state: FileState, event: dict[str, Any]) -> None:
         args = event.get("args") or _NO_ARGS
-        keys = self.keys
         key = self.kernel_key(event.get("name") or "<unnamed kernel>")
         start, end = self._times(event)
-        device = pick(args, keys.device)
+        get = args.get
+        # device, stream, correlation, registers, shared memory, External id, graph node/id
+        values = [get(name) for name in self.kernel_args]
+        if None in values and self.kernel_alternatives:
+            values = [value if value is not None else pick(args, keys)
+                      for value, keys in zip(values, self.kernel_arg_keys, strict=True)]
+        if not all(type(value) is int or value is None for value in values):
+            values = [as_int(value) for value in values]
+        device, stream, correlation, registers, smem, external, node, graph = values
         if device is None:
             device = int_id(event.get("pid"))
-        elif type(device) is not int:
-            device = int_or_none(device)
-        stream = pick(args, keys.stream)
         if stream is None:
             stream = int_id(event.get("tid"))
-        elif type(stream) is not int:
-            stream = int_or_none(stream)
-        if device not in state.devices_seen and device is not None:
+        if device is not None and device not in state.devices_seen:
             state.devices_seen.add(device)
-        grid = pick(args, keys.grid)
-        block = pick(args, keys.block)
+        grid = pick(args, self.keys.grid)
+        block = pick(args, self.keys.block)
         gx, gy, gz = grid if type(grid) is list and len(grid) == 3 else _dims(grid)
         bx, by, bz = block if type(block) is list and len(block) == 3 else _dims(block)
-        correlation = as_int(pick(args, keys.correlation))
         row = [state.index, key, device, stream, start, end, gx, gy, gz, bx, by, bz,
-               as_int(pick(args, keys.registers)), None,
-               as_int(pick(args, keys.shared_memory)), correlation,
-               as_int(pick(args, keys.external_id)) or None,
-               as_int(pick(args, keys.graph_node_id)), as_int(pick(args, keys.graph_id))]
+               registers, None, smem, correlation, external or None, node, graph]
         if correlation is None:
             # Legacy traces may only link through the ac2g/async_gpu flow that follows.
             self.pending[(event.get("pid"), event.get("tid"), event.get("ts"))] = row
@@ -281,10 +289,8 @@ class KinetoReader(TraceRows):
         key = self.api_key(name)
         if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
             kind = "driver"  # legacy traces file driver calls under "Runtime"
-        pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
+        pid, tid = self._cpu_ids(state.runtime_pids, event)
         start, end = self._times(event)
-        state.runtime_pids[pid] += 1  # type: ignore[index]
-        self.thread(pid, tid)
         self.stage["tk_runtime"].add((state.index, key, kind, start, end,
                                       as_int(pick(args, self.keys.correlation)), tid, pid))
 
@@ -297,22 +303,48 @@ class KinetoReader(TraceRows):
     def _cpu_op(self, state: FileState, event: dict[str, Any]) -> None:
         args = event.get("args") or _NO_ARGS
         keys = self.keys
-        pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
+        pid, tid = self._cpu_ids(state.cpu_pids, event)
         start, end = self._times(event)
-        state.cpu_pids[pid] += 1  # type: ignore[index]
-        self.thread(pid, tid)
         self.stage["tk_cpu_op"].add((
             state.index, event.get("name") or "", start, end,
             as_int(pick(args, keys.external_id)) or None, tid, pid,
-            dump_json(pick(args, keys.input_types)), dump_json(pick(args, keys.input_dims))))
+            self._types_json(pick(args, keys.input_types)),
+            _dims_json(pick(args, keys.input_dims))))
 
     def _annotation(self, state: FileState, event: dict[str, Any]) -> None:
-        pid, tid = int_id(event.get("pid")), int_id(event.get("tid"))
+        pid, tid = self._cpu_ids(state.cpu_pids, event)
         start, end = self._times(event)
-        state.cpu_pids[pid] += 1  # type: ignore[index]
-        self.thread(pid, tid)
         self.stage["tk_range"].add((state.index, "push_pop", start, end, event.get("name"),
                                     None, tid, pid))
+
+    def _cpu_ids(self, counts: Counter[int], event: dict[str, Any]
+                 ) -> tuple[int | None, int | None]:
+        """pid/tid of a CPU event as ints; remembers the thread and counts the process."""
+        pid, tid = event.get("pid"), event.get("tid")
+        if type(pid) is not int:
+            pid = int_id(pid)
+        if type(tid) is not int:
+            tid = int_id(tid)
+        if (pid, tid) != self.last_thread:
+            self.thread(pid, tid)
+            self.last_thread = (pid, tid)
+        counts[pid] += 1  # type: ignore[index]
+        return pid, tid
+
+    def _types_json(self, types: Any) -> str | None:
+        """``Input type`` lists repeat endlessly: encode each distinct one once."""
+        if type(types) is not list:
+            return dump_json(types)
+        key = tuple(types)
+        try:
+            cached = self.types_cache.get(key)
+        except TypeError:  # unhashable items
+            return dump_json(types)
+        if cached is None:
+            cached = dump_json(types)
+            if len(self.types_cache) < TYPES_CACHE_SIZE:
+                self.types_cache[key] = cached  # type: ignore[assignment]
+        return cached
 
     def _gpu_annotation(self, state: FileState, event: dict[str, Any]) -> None:
         if not self.store_gpu_ranges:
@@ -343,6 +375,17 @@ def _dims(values: Any) -> tuple[int | None, int | None, int | None]:
         return None, None, None
     padded = [int_or_none(v) for v in values[:3]] + [None] * (3 - min(len(values), 3))
     return padded[0], padded[1], padded[2]
+
+
+def _dims_json(dims: Any) -> str | None:
+    """``Input Dims`` (nested int lists) as JSON. repr() writes exactly JSON for them and is
+    several times faster than json.dumps; anything else goes through json."""
+    if type(dims) is not list:
+        return dump_json(dims)
+    text = repr(dims)
+    if "'" in text or "e" in text or "N" in text or "T" in text or "F" in text:
+        return dump_json(dims)  # strings, Decimal(...), None, True/False, 1e+20
+    return text
 
 
 def _floats_are_exact(head: bytes) -> bool:
