@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
@@ -347,3 +348,18 @@ def test_same_rows_in_postgres(shared_trace, store_path):
             store.dispose()
     assert (count, int(total), linked) == (truth["kernels"], truth["kernel_ns"],
                                            truth["kernels"])
+
+
+def test_epoch_microseconds_stay_exact(tmp_path, store_path):
+    """Old traces carry epoch µs (~1.7e15): beyond float ns precision, parsed exactly."""
+    document = kineto_document(0, base=None)
+    for event in document["traceEvents"]:
+        if isinstance(event.get("ts"), float):
+            epoch = Decimal("1712195495505583") + Decimal(str(event["ts"]))
+            event["ts"] = f"@@{epoch}@@"
+    text = re.sub(r'"@@([0-9.]+)@@"', r"\1", json.dumps(document))
+    trace = tmp_path / "epoch.json"
+    trace.write_text(text)
+    ingest_into(store_path, trace)
+    [(start, end)] = query(store_path, "SELECT start_ns, end_ns FROM kernels")
+    assert (start, end) == (1_712_195_495_506_593_123, 1_712_195_495_506_599_000)

@@ -12,9 +12,12 @@ re-serialised files put keys anywhere). They are small, so they are read from th
 before the events array and from the last few MiB after it, without a second parse of the
 events; only when that fails does a second, slower pass over the file find them.
 
-Times: ``ts``/``dur`` are µs decimals; ijson returns them as ``Decimal``, so
-``round(ts * 1000)`` is exact (a float would lose ns on epoch-µs traces). Stored times are
-ns relative to the run's time base (see ``parsers/kineto-json.toml``).
+Times: ``ts``/``dur`` are µs decimals with ns resolution and must stay exact. Kineto's
+times relative to ``baseTimeNanoseconds`` (weeks in µs) survive a float parse: below 2^41 µs
+``round(ts * 1000)`` is the written value, below 2^43 µs ``repr`` gives it back. Old traces
+with epoch µs (~1.7e15) do not, so a file whose first ``ts`` is that large is parsed with
+``Decimal`` instead (slower, exact). end = ns(ts) + ns(dur), both exact. Stored times are ns
+relative to the run's time base (see ``parsers/kineto-json.toml``).
 
 Links made here, once:
 - kernel → launch: the ``cuda_runtime``/``cuda_driver`` event with the same ``correlation``
