@@ -264,12 +264,12 @@ def test_nsys_agent_is_matched_to_its_session() -> None:
 
 
 def test_missing_profiler_is_one_line_exit_2(tmp_path: Path) -> None:
-    result = invoke("-o", str(tmp_path / "r"), "--", "python", "x.py",
+    result = invoke("-o", str(tmp_path / "r"), "--", sys.executable, "x.py",
                     env={"TRACEKIT_NSYS": str(tmp_path / "no-nsys"), "PATH": "/nonexistent"})
     assert result.code == 2
     assert result.err.count("\n") == 1 and "needs Nsight Systems" in result.err
     ncu = invoke("--backend", "ncu", "--ncu-kernel", "k", "-o", str(tmp_path / "n"), "--",
-                 "python", "x.py", env={"TRACEKIT_NCU": "", "PATH": "/nonexistent"})
+                 sys.executable, "x.py", env={"TRACEKIT_NCU": "", "PATH": "/nonexistent"})
     assert ncu.code == 2 and "ncu" in ncu.err and "Traceback" not in ncu.err
 
 

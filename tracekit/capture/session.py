@@ -79,10 +79,19 @@ class AuditOutcome:
 
     @property
     def exit_code(self) -> int:
-        """The wrapped command's status; 0 when tracekit itself stopped it after the load."""
-        if self.child.stop_reason == "workload finished" and self.child.returncode in STOPPED_BY_US:
+        """The wrapped command's status, with two corrections.
+
+        0 when tracekit itself stopped a server after the workload (its SIGINT status is not a
+        failure); 130 when the user interrupted the run and the command still reported 0 (nsys
+        does not always pass the interrupted program's status on), so CI never reads an
+        interrupted audit as a success.
+        """
+        code = self.child.returncode
+        if self.child.stop_reason == "workload finished" and code in STOPPED_BY_US:
             return 0
-        return self.child.returncode
+        if self.child.interrupted and code == 0:
+            return 130
+        return code
 
 
 def resolve(settings: AuditSettings) -> tuple[EnginePreset | None, bool, str | None]:
