@@ -36,6 +36,7 @@ except ImportError:  # Python 3.10
 
 WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see")
 TOKEN_ID_BASE = 1000  # ids well inside any LLM vocabulary
+PROGRESS_EVERY_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ class Driver:
         self.client = Client(base_url, spec.request_timeout_s, spec.retries)
         self.report = WorkloadReport(url=base_url)
         self._lock = threading.Lock()
+        self._last_progress = 0.0
 
     def say(self, message: str) -> None:
         print(f"tracekit: load: {message}", file=self.progress, flush=True)
@@ -286,8 +288,14 @@ class Driver:
             self.report.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self.report.completion_tokens += int(usage.get("completion_tokens") or 0)
             done = self.report.sent
-        self.say(f"{done}/{self.spec.requests} requests done"
-                 + ("" if ok else " (last one failed)"))
+            now = time.monotonic()
+            due = (done == self.spec.requests or not ok
+                   or now - self._last_progress >= PROGRESS_EVERY_S)
+            if due:
+                self._last_progress = now
+        if due:
+            self.say(f"{done}/{self.spec.requests} requests done"
+                     + ("" if ok else " (last one failed)"))
 
     def run(self) -> WorkloadReport:
         """The whole sequence; never raises for engine trouble (``report.error`` says it)."""
