@@ -507,8 +507,19 @@ def test_real_b200_vllm_torch_trace(tmp_path: Path) -> None:
         run_id = ingest(store, [path]).run_id
     except Exception as exc:  # the torch reader is being written elsewhere
         pytest.skip(f"torch trace reader not available: {exc}")
-    report, table, _ = analyze(store, run_id)
+    try:  # the real classifier, when it is there, so GEMM time splits by real paths
+        from tracekit.classify import load_ruleset
+        from tracekit.classify.stage import classify_run
+
+        with store.begin() as connection:
+            classify_run(connection, run_id, load_ruleset(()))
+    except ImportError:
+        pass
+    report, table, how = analyze(store, run_id)
     assert report.method == "marker" and report.engines == ["vllm"]
+    # execute_context_1(888_788544)_generation_0(0): one prefill step of 888 tokens
     assert table["prefill"]["steps"] == 1 and table["prefill"]["prefill_tokens"] == 888
-    assert table["prefill"]["gpu_ns"] > 0
+    assert table["prefill"]["gpu_ns"] > 0 and table["unattributed"]["gpu_ns"] == 0
+    assert sum(table["prefill"]["gemm_ns_by_path"].values()) == table["prefill"]["gemm_ns"]
     assert table["decode"]["steps"] == 0 and table["mixed"]["steps"] == 0
+    assert how["method"] == "marker" and how["attributed_share"] == 1.0

@@ -21,22 +21,26 @@ from sqlalchemy import Connection, text
 
 _TEMP_TABLES = ("tk_phase_steps", "tk_step_gpu")
 
-# The step that contains a kernel's launch, as (id, phase); NULLs when none does.
+# The step that contains a kernel's launch, as (id, phase); NULLs when none does. The latest
+# step starting at or before the launch is found by a backwards seek in a covering index; the
+# containment test is on that step only (nested marker ranges were dropped, so a thread's
+# steps never nest).
 _STEP_OF_LAUNCH = """
-    SELECT s.id, s.phase FROM tk_phase_steps s
-    WHERE s.id = (SELECT l.id FROM tk_phase_steps l
-                  WHERE l.global_tid = kernels.global_tid
-                    AND l.start_ns <= kernels.launch_start_ns
-                  ORDER BY l.start_ns DESC, l.id DESC LIMIT 1)
-      AND s.end_ns >= COALESCE(kernels.launch_end_ns, kernels.launch_start_ns)"""
+    SELECT CASE WHEN l.end_ns >= COALESCE(kernels.launch_end_ns, kernels.launch_start_ns)
+                THEN l.id END,
+           CASE WHEN l.end_ns >= COALESCE(kernels.launch_end_ns, kernels.launch_start_ns)
+                THEN l.phase END
+    FROM tk_phase_steps l
+    WHERE l.global_tid = kernels.global_tid AND l.start_ns <= kernels.launch_start_ns
+    ORDER BY l.start_ns DESC LIMIT 1"""
 
 # Same lookup on GPU time, for kernels without a launch record: keyed by process.
 _STEP_OF_GPU_TIME = """
-    SELECT s.id, s.phase FROM tk_phase_steps s
-    WHERE s.id = (SELECT l.id FROM tk_phase_steps l
-                  WHERE l.global_tid = kernels.global_pid AND l.start_ns <= kernels.start_ns
-                  ORDER BY l.start_ns DESC, l.id DESC LIMIT 1)
-      AND s.end_ns >= kernels.end_ns"""
+    SELECT CASE WHEN l.end_ns >= kernels.end_ns THEN l.id END,
+           CASE WHEN l.end_ns >= kernels.end_ns THEN l.phase END
+    FROM tk_phase_steps l
+    WHERE l.global_tid = kernels.global_pid AND l.start_ns <= kernels.start_ns
+    ORDER BY l.start_ns DESC LIMIT 1"""
 
 
 def drop_temp_tables(connection: Connection) -> None:
@@ -53,7 +57,8 @@ def _load_lookup(connection: Connection, select: str, run_id: int) -> None:
         "start_ns BIGINT, end_ns BIGINT, phase VARCHAR(16))"))
     connection.execute(text(f"INSERT INTO tk_phase_steps {select}"), {"run_id": run_id})
     connection.execute(text(
-        "CREATE INDEX tk_phase_steps_key ON tk_phase_steps (global_tid, start_ns, id)"))
+        "CREATE INDEX tk_phase_steps_key ON tk_phase_steps (global_tid, start_ns, end_ns, id, "
+        "phase)"))
 
 
 def attribute_by_launch(connection: Connection, run_id: int) -> None:
@@ -67,19 +72,25 @@ def attribute_by_launch(connection: Connection, run_id: int) -> None:
         {"run_id": run_id})
 
 
-def project_to_gpu(connection: Connection, run_id: int) -> int:
-    """Each step's GPU interval (first kernel start, last kernel end); returns kernels in steps."""
+def project_to_gpu(connection: Connection, run_id: int) -> tuple[int, int]:
+    """Each step's GPU interval (first kernel start, last kernel end).
+
+    Returns (kernels in steps, kernels outside any step that have no launch record): the
+    same pass tells whether the GPU-time fallback has anything to do.
+    """
     connection.execute(text("DROP TABLE IF EXISTS tk_step_gpu"))
     connection.execute(text("""
         CREATE TEMPORARY TABLE tk_step_gpu AS
-        SELECT step_id, MIN(start_ns) AS gpu_start, MAX(end_ns) AS gpu_end, COUNT(*) AS kernels
-        FROM kernels WHERE run_id = :run_id AND step_id IS NOT NULL GROUP BY step_id"""),
-        {"run_id": run_id})
+        SELECT step_id, MIN(start_ns) AS gpu_start, MAX(end_ns) AS gpu_end, COUNT(*) AS kernels,
+               SUM(CASE WHEN launch_start_ns IS NULL THEN 1 ELSE 0 END) AS orphans
+        FROM kernels WHERE run_id = :run_id GROUP BY step_id"""), {"run_id": run_id})
     connection.execute(text("""
         UPDATE steps SET gpu_start_ns = g.gpu_start, gpu_end_ns = g.gpu_end
         FROM tk_step_gpu AS g WHERE steps.id = g.step_id"""))
-    return int(connection.execute(text("SELECT COALESCE(SUM(kernels), 0) FROM tk_step_gpu"))
-               .scalar() or 0)
+    in_steps, orphans = connection.execute(text(
+        "SELECT COALESCE(SUM(CASE WHEN step_id IS NOT NULL THEN kernels END), 0), "
+        "COALESCE(SUM(CASE WHEN step_id IS NULL THEN orphans END), 0) FROM tk_step_gpu")).one()
+    return int(in_steps), int(orphans)
 
 
 def attribute_orphans_by_gpu_time(connection: Connection, run_id: int) -> int:
@@ -92,6 +103,7 @@ def attribute_orphans_by_gpu_time(connection: Connection, run_id: int) -> int:
     result = connection.execute(text(f"""
         UPDATE kernels SET (step_id, phase) = ({_STEP_OF_GPU_TIME})
         WHERE run_id = :run_id AND launch_start_ns IS NULL
-          AND global_pid IN (SELECT DISTINCT global_tid FROM tk_phase_steps)
-          AND EXISTS ({_STEP_OF_GPU_TIME})"""), {"run_id": run_id})
+          AND step_id IS NULL
+          AND global_pid IN (SELECT DISTINCT global_tid FROM tk_phase_steps)"""),
+        {"run_id": run_id})
     return int(result.rowcount or 0)

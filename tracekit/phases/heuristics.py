@@ -13,6 +13,11 @@ another, a kernel replayed by the same CUDA graph launch as one of them takes it
 replay is one forward), and otherwise the boundary is put at the largest idle gap on the GPU
 between them (forward passes are separated by host work: sampling, scheduling). Maximal runs of one phase become
 ``steps`` with ``source = 'heuristic'``. All of it is window functions in SQL.
+
+CUDA-graph membership only keeps one replay together; it is never a phase signal by itself:
+vLLM replays piecewise graphs for prefill and mixed steps too (``FULL_AND_PIECEWISE``), and
+SGLang/TRT-LLM capture prefill graphs in recent versions (engines.md §2.2). Token counts are
+unknown to a heuristic, so its steps carry none.
 """
 
 from __future__ import annotations
@@ -111,7 +116,8 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
     names = dict(connection.execute(text(
         "SELECT id, name FROM kernel_names WHERE run_id = :run_id"), {"run_id": run_id}).all())
     believed = signals.believed(names)
-    no_markers = (f"no step markers ({ranges:,} ranges, none an engine step marker)"
+    no_markers = (f"no step markers ({ranges:,} range{'s' if ranges != 1 else ''}, none an "
+                  "engine step marker)"
                   if ranges else "no step markers (no ranges in the trace)")
     if not believed:
         return PhaseReport(method="none", message=f"{no_markers} and no kernel family that "

@@ -129,12 +129,12 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
         ORDER BY global_tid, start_ns, id"""), params)
     connection.execute(text("DROP TABLE tk_marker_texts"))
     attribute.attribute_by_launch(connection, run_id)
-    in_steps = attribute.project_to_gpu(connection, run_id)
-    by_gpu = 0
-    if _has_orphans(connection, run_id):
-        by_gpu = attribute.attribute_orphans_by_gpu_time(connection, run_id)
-        if by_gpu:
-            in_steps = attribute.project_to_gpu(connection, run_id)
+    by_launch, orphans = attribute.project_to_gpu(connection, run_id)
+    in_steps, by_gpu = by_launch, 0
+    if orphans:
+        attribute.attribute_orphans_by_gpu_time(connection, run_id)
+        in_steps, _ = attribute.project_to_gpu(connection, run_id)
+        by_gpu = in_steps - by_launch
     steps = {str(phase): int(count) for phase, count in connection.execute(text(
         "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"), params)}
     engines = sorted({info.engine for info in infos.values()})
@@ -149,13 +149,6 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
                        marker_ranges=marker_ranges, idle_markers=marker_ranges - step_ranges,
                        nested_dropped=step_ranges - step_total, steps=steps,
                        kernels_by_launch=in_steps - by_gpu, kernels_by_gpu_time=by_gpu)
-
-
-def _has_orphans(connection: Connection, run_id: int) -> bool:
-    """Any kernel without a launch record (a trace cut to a window)?"""
-    return connection.execute(text(
-        "SELECT 1 FROM kernels WHERE run_id = :run_id AND launch_start_ns IS NULL LIMIT 1"),
-        {"run_id": run_id}).first() is not None
 
 
 def _capture_end(connection: Connection, run_id: int) -> int | None:
