@@ -158,3 +158,13 @@ def test_trace_processor_loads_every_kernel(run: dict[str, Any]) -> None:
     assert kernels == result.kernels
     assert steps == result.steps
     assert "fp4" in paths
+
+
+def test_gzip_output(run: dict[str, Any]) -> None:
+    import gzip
+
+    path = run["folder"] / "trace.json.gz"
+    result = write_perfetto(run["store"], run["run_id"], path)
+    with gzip.open(path, "rt", encoding="utf-8") as stream:
+        events = json.load(stream)["traceEvents"]
+    assert sum(1 for e in events if e["ph"] == "X" and e["cat"] != "step") == result.kernels

@@ -50,7 +50,8 @@ def resolve_run(connection: Connection, token: str) -> int:
               default=None, help="Write the self-contained HTML report to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as one JSON document.")
 @click.option("--perfetto", "perfetto_path", type=click.Path(path_type=Path, dir_okay=False),
-              default=None, help="Write the run as a Chrome/Perfetto trace (JSON) to this file.")
+              default=None, help="Write the run as a Chrome/Perfetto trace (JSON; gzip-compressed when the "
+                   "name ends in .gz) to this file.")
 def report(run: str, store_url: str | None, html_path: Path | None, as_json: bool,
            perfetto_path: Path | None) -> None:
     """Report on a stored RUN: the terminal summary, or --json / --html / --perfetto.

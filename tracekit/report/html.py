@@ -149,6 +149,10 @@ def write_text_atomic(path: Path, content: str) -> Path:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(content)
+        # mkstemp makes the file private (0600); a report is meant to be shared.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
