@@ -201,7 +201,8 @@ def test_a_broken_example_is_reported() -> None:
 def test_aten_ranges_are_not_markers() -> None:
     markers = load_markers()
     for name in ("aten::mm, op_id = 12", "aten::linear", "ProfilerStep#3",
-                 "execute_new_1_cached_0", "nccl:_all_gather_base", "step", "gpu_model_runner: forward"):
+                 "execute_new_1_cached_0", "nccl:_all_gather_base", "step",
+                 "gpu_model_runner: forward"):
         assert markers.parse(name) is None, name
 
 
@@ -336,7 +337,8 @@ def test_trtllm_markers_in_a_domain(tmp_path: Path) -> None:
     assert table["prefill"]["steps"] == 1 and table["prefill"]["source"] == "marker"
 
 
-def test_tracekit_marks_nested_around_engine_steps_count_once(tmp_path: Path, store_of: Callable[[], Store]) -> None:
+def test_tracekit_marks_nested_around_engine_steps_count_once(
+        tmp_path: Path, store_of: Callable[[], Store]) -> None:
     from tracekit.mark import step_text
 
     outer = step_text(prefill_tokens=1024, prefill_requests=2)
@@ -386,7 +388,8 @@ def test_gpu_side_copies_of_annotations_are_not_steps(tmp_path: Path) -> None:
     assert_matches_truth(table, truth(scenario, VLLM_PHASES))
 
 
-def test_kernels_without_launch_record_fall_back_to_gpu_time(tmp_path: Path, store_of: Callable[[], Store]) -> None:
+def test_kernels_without_launch_record_fall_back_to_gpu_time(tmp_path: Path,
+                                                             store_of: Callable[[], Store]) -> None:
     """A trace cut mid-step loses launch records; GPU time inside a step's span still counts."""
     scenario = Scenario(ranks=[vllm_rank(4242)])
 
@@ -432,7 +435,8 @@ def llamacpp_rank() -> RankSpec:
     ])
 
 
-def test_marker_free_llamacpp_run_is_labelled_heuristic(tmp_path: Path, store_of: Callable[[], Store]) -> None:
+def test_marker_free_llamacpp_run_is_labelled_heuristic(tmp_path: Path,
+                                                        store_of: Callable[[], Store]) -> None:
     rank = llamacpp_rank()
     real = {id(step): "prefill" if step.text == "llama_prompt" else "decode"
             for step in rank.steps}

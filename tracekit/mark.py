@@ -54,7 +54,7 @@ def step_text(*, phase: str | None = None, prefill_tokens: int | None = None,
             raise ValueError(f"phase must be one of {PHASES}, not {phase!r}")
         parts.append(f"phase={phase}")
     values = dict(zip(COUNT_KEYS, (prefill_tokens, decode_tokens, prefill_requests,
-                                   decode_requests)))
+                                   decode_requests), strict=True))
     for key, value in values.items():
         if value is None:
             continue

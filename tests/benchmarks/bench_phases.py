@@ -66,7 +66,7 @@ def build(path: Path, kernels: int, steps: int, markers: bool = True) -> None:
     connection.execute("PRAGMA journal_mode = OFF")
     connection.execute("PRAGMA synchronous = OFF")
     connection.executemany("INSERT INTO StringIds VALUES (?, ?)",
-                           [(i + 1, name) for i, name in enumerate(NAMES if markers else LLAMA_NAMES)])
+                           list(enumerate(NAMES if markers else LLAMA_NAMES, start=1)))
     launch_id, graph_id = len(NAMES) + 1, len(NAMES) + 2
     connection.execute("INSERT INTO StringIds VALUES (?, ?)", (launch_id, LAUNCH_API))
     connection.execute("INSERT INTO StringIds VALUES (?, ?)", (graph_id, GRAPH_API))
@@ -79,13 +79,15 @@ def build(path: Path, kernels: int, steps: int, markers: bool = True) -> None:
     total = per_step * per_rank_steps * len(PIDS)
     # kernel i: rank i % 2; r = i / 2 its index in the rank; step j = r / per_step; slot
     # r % per_step inside the step. Decode steps (j % 10 not 0 or 5) are graph replays.
-    seq = f"WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < {total - 1})"
+    seq = (f"WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq "
+           f"WHERE i < {total - 1})")
     pid = f"(CASE i % 2 WHEN 0 THEN {PIDS[0]} ELSE {PIDS[1]} END)"
     step = f"((i / 2) / {per_step})"
     slot = f"((i / 2) % {per_step})"
     graph = f"({step} % 10 NOT IN (0, 5))"
     step_start = f"({T0} + {step} * {period})"
-    launch = f"(CASE WHEN {graph} THEN {step_start} + 1000 ELSE {step_start} + 1000 + {slot} * {LAUNCH_NS} END)"
+    launch = (f"(CASE WHEN {graph} THEN {step_start} + 1000 "
+              f"ELSE {step_start} + 1000 + {slot} * {LAUNCH_NS} END)")
     step_key = f"({step} * 2 + i % 2)"
     correlation = f"(CASE WHEN {graph} THEN {total} + 1 + {step_key} ELSE i + 1 END)"
     duration = "(800 + (i * 7919) % 2000)"

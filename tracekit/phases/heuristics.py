@@ -11,8 +11,8 @@ Every other kernel takes the phase of the signal kernels around it on the same d
 order: between two signals of one phase, that phase; between a signal of one phase and one of
 another, a kernel replayed by the same CUDA graph launch as one of them takes its phase (one
 replay is one forward), and otherwise the boundary is put at the largest idle gap on the GPU
-between them (forward passes are separated by host work: sampling, scheduling). Maximal runs of one phase become
-``steps`` with ``source = 'heuristic'``. All of it is window functions in SQL.
+between them (forward passes are separated by host work: sampling, scheduling). Maximal runs
+of one phase become ``steps`` with ``source = 'heuristic'``. All of it is window functions in SQL.
 
 CUDA-graph membership only keeps one replay together; it is never a phase signal by itself:
 vLLM replays piecewise graphs for prefill and mixed steps too (``FULL_AND_PIECEWISE``), and
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +81,7 @@ class SignalSet:
                 if all(required in present for required in signal.requires)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_signals() -> SignalSet:
     """The built-in signals from ``tracekit.rules/_phase_heuristics.toml``."""
     raw = tomllib.loads((resources.files("tracekit.rules") / HEURISTICS_FILE)
@@ -113,7 +113,7 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
     from tracekit.phases.stage import PhaseReport
 
     signals = signals or load_signals()
-    names = dict(connection.execute(text(
+    names: dict[int, str] = dict(connection.execute(text(
         "SELECT id, name FROM kernel_names WHERE run_id = :run_id"), {"run_id": run_id}).all())
     believed = signals.believed(names)
     no_markers = (f"no step markers ({ranges:,} range{'s' if ranges != 1 else ''}, none an "
@@ -133,7 +133,7 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
                         for name_id, signal in believed.items()])
     _label(connection, run_id)
     kernels = _make_steps(connection, run_id)
-    steps = dict(connection.execute(text(
+    steps: dict[str, int] = dict(connection.execute(text(
         "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"),
         {"run_id": run_id}).all())
     _drop(connection)
@@ -146,7 +146,8 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
 
 
 def _label(connection: Connection, run_id: int) -> None:
-    order = "PARTITION BY COALESCE(k.global_pid, -1), COALESCE(k.device, -1) ORDER BY k.start_ns, k.id"
+    order = ("PARTITION BY COALESCE(k.global_pid, -1), COALESCE(k.device, -1) "
+             "ORDER BY k.start_ns, k.id")
     connection.execute(text(f"""
         CREATE TEMPORARY TABLE tk_h AS
         SELECT k.id, COALESCE(k.global_pid, -1) AS gp, COALESCE(k.device, -1) AS dev,

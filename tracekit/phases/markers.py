@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -195,7 +195,7 @@ def parse_marker_file(text: str, path: str = MARKERS_FILE) -> MarkerSet:
     return MarkerSet(markers)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_markers(path: Path | None = None) -> MarkerSet:
     """The built-in marker set (``tracekit.rules/_phase_markers.toml``), or one from ``path``."""
     if path is not None:
