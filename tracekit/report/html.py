@@ -130,6 +130,8 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         verdict_class=verdict_class(document),
         phases=document["phases"],
         phase_order=PHASES,
+        phase_attribution=document.get("phase_attribution"),
+        warnings=document.get("warnings") or [],
         findings=document["findings"],
         top_kernels=document["kernels"][:TOP_KERNELS],
         severity_colors=SEVERITY_COLORS,
