@@ -20,6 +20,7 @@ from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_
 from tracekit.expect.logs import LogEvidence, match_line
 from tracekit.findings.engine import FindingContext, PathTime, evaluate, verdict_sentences
 from tracekit.findings.rules import SEVERITY_ORDER, at_or_above, load_rules
+from tracekit.aggregate import refresh_kernel_groups
 from tracekit.findings.stage import evaluate_run
 from tracekit.store import open_store
 from tracekit.store.db import Store
@@ -183,6 +184,7 @@ def make_run(
 
 def judge(store: Store, run_id: int, declaration: Declaration | None = None, **kwargs):  # type: ignore[no-untyped-def]
     with store.begin() as conn:
+        refresh_kernel_groups(conn, run_id)
         findings = evaluate_run(conn, run_id, declaration=declaration, **kwargs)
     with store.connect() as conn:
         verdict = conn.execute(select(Run.verdict).where(Run.id == run_id)).scalar_one()

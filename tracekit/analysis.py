@@ -1,4 +1,4 @@
-"""The analysis pipeline: ingest → classify → phases → findings → document.
+"""The analysis pipeline: ingest → classify → phases → groups → findings → document.
 
 Ingest is its own transaction (a run lands whole or not at all). The derived stages run
 together in a second transaction and can be re-run alone on an existing run, e.g. after new
@@ -56,6 +56,7 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> An
 
 def run_stages(store: Store, run_id: int, options: AnalysisOptions) -> dict[str, Any]:
     """Classification, phases and findings for one run, in one transaction."""
+    from tracekit.aggregate import refresh_kernel_groups
     from tracekit.classify import load_ruleset
     from tracekit.classify.stage import classify_run
     from tracekit.expect.context import load_expectations
@@ -73,6 +74,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions) -> dict[str,
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
         classify_run(connection, run_id, ruleset, arch=arch)
         attribute_phases(connection, run_id)
+        refresh_kernel_groups(connection, run_id)
         evaluate_run(connection, run_id, declaration=expectations.declaration, gpu_arch=arch,
                      log_evidence=expectations.log_evidence,
                      unknown_threshold=options.unknown_threshold)

@@ -35,13 +35,13 @@ from tracekit.findings.engine import (
 from tracekit.store.schema import (
     Classification,
     Device,
+    KernelGroup,
     KernelName,
     NvtxRange,
     Run,
     Step,
 )
 from tracekit.store.schema import Finding as FindingRow
-from tracekit.store.schema import Kernel as KernelRow
 
 GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 _RANGE_KINDS = ("push_pop", "start_end", "mark")
@@ -154,20 +154,20 @@ class _NameGroup:
 
 
 def _name_groups(connection: Connection, run_id: int) -> list[_NameGroup]:
-    """One scan of the run's kernel records, grouped by (name, device, phase) in SQL.
+    """The run's kernel groups (tracekit.aggregate) summed by (name, device, phase) in SQL.
 
     Every later aggregate (GEMM time per phase and path, attention time, arch tokens per name)
     is computed from these few thousand groups, so the millions of records are read once.
     """
     per_name = (
         select(
-            KernelRow.name_id,
-            KernelRow.device,
-            func.coalesce(KernelRow.phase, "unattributed").label("phase"),
-            func.sum(KernelRow.end_ns - KernelRow.start_ns).label("ns"),
+            KernelGroup.name_id,
+            KernelGroup.device,
+            KernelGroup.phase,
+            func.sum(KernelGroup.total_ns).label("ns"),
         )
-        .where(KernelRow.run_id == run_id)
-        .group_by(KernelRow.name_id, KernelRow.device, KernelRow.phase)
+        .where(KernelGroup.run_id == run_id)
+        .group_by(KernelGroup.name_id, KernelGroup.device, KernelGroup.phase)
         .subquery()
     )
     query = (

@@ -1,8 +1,8 @@
 """The analysis document: one dict per run, the source of ``--json``, the terminal summary
 and the HTML report.
 
-Everything per record is aggregated in SQL (GROUP BY kernel name and phase); Python only
-sees one row per unique kernel name and phase.
+Everything is read from ``kernel_groups`` (records already summed per name, device, thread
+and phase by ``tracekit.aggregate``); Python only sees one row per unique name and phase.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
         entry["phase_ns"] = dict.fromkeys(PHASES, 0)
         per_name[row["id"]] = entry
     for name_id, phase, count, total in connection.execute(text(
-        "SELECT name_id, phase, COUNT(*), SUM(end_ns - start_ns) FROM kernels "
+        "SELECT name_id, phase, SUM(count), SUM(total_ns) FROM kernel_groups "
         "WHERE run_id = :run_id GROUP BY name_id, phase"), {"run_id": run_id}):
         entry = per_name.get(name_id)
         if entry is None:
@@ -210,10 +210,11 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
 def process_names(connection: Connection, run_id: int) -> list[dict[str, Any]]:
     """Processes and threads that launched kernels, with their GPU time."""
     rows = connection.execute(text(
-        "SELECT k.global_tid, t.name, p.name, COUNT(*), SUM(k.end_ns - k.start_ns) "
-        "FROM kernels k LEFT JOIN threads t ON t.run_id = k.run_id AND t.global_tid = k.global_tid "
-        "LEFT JOIN processes p ON p.run_id = k.run_id AND p.global_pid = k.global_pid "
-        "WHERE k.run_id = :run_id GROUP BY k.global_tid, t.name, p.name "
+        "SELECT g.global_tid, MIN(t.name), MIN(p.name), SUM(g.count), SUM(g.total_ns) "
+        "FROM kernel_groups g "
+        "LEFT JOIN threads t ON t.run_id = g.run_id AND t.global_tid = g.global_tid "
+        "LEFT JOIN processes p ON p.run_id = g.run_id AND p.global_pid = g.global_pid "
+        "WHERE g.run_id = :run_id GROUP BY g.global_tid "
         "ORDER BY 5 DESC LIMIT 20"), {"run_id": run_id}).all()
     return [{"global_tid": tid, "thread": thread, "process": process, "kernels": int(count),
              "gpu_ns": int(total or 0)} for tid, thread, process, count, total in rows]

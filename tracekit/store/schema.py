@@ -326,3 +326,25 @@ class Finding(Base):
     phase: Mapped[str | None] = mapped_column(String(16))
     share: Mapped[float | None] = mapped_column(Float)
     evidence_json: Mapped[str | None] = mapped_column(Text)
+
+
+class KernelGroup(Base):
+    """Kernel records summed per (name, device, launching thread, phase): the one pass over
+    a run's millions of records that the findings and every report read afterwards.
+
+    Derived: rewritten by ``tracekit.aggregate.refresh_kernel_groups`` whenever phases change.
+    """
+
+    __tablename__ = "kernel_groups"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
+    device: Mapped[int | None] = mapped_column(Integer)
+    global_tid: Mapped[int | None] = mapped_column(BigInteger)
+    global_pid: Mapped[int | None] = mapped_column(BigInteger)
+    phase: Mapped[str] = mapped_column(String(16))
+    count: Mapped[int] = mapped_column(BigInteger)
+    total_ns: Mapped[int] = mapped_column(BigInteger)
+    first_start_ns: Mapped[int] = mapped_column(BigInteger)
+    last_end_ns: Mapped[int] = mapped_column(BigInteger)
