@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from tracekit.aggregate import refresh_kernel_groups
 from tracekit.ingest.pipeline import ingest
 from tracekit.store.db import Store, open_store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
@@ -120,6 +121,7 @@ def annotate(connection, run_id: int, *, declared_fp4: bool) -> None:  # type: i
             {"r": run_id, "step": step_id})
     connection.execute(text("UPDATE kernels SET phase = 'unattributed' WHERE run_id = :r "
                             "AND phase IS NULL"), {"r": run_id})
+    refresh_kernel_groups(connection, run_id)
     paths = {path for path, in connection.execute(text(
         "SELECT DISTINCT c.path FROM classifications c WHERE c.run_id = :r AND c.op = 'gemm'"),
         {"r": run_id})}

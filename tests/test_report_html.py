@@ -276,3 +276,17 @@ def test_cli_report_writes_html_and_perfetto(report: dict[str, Any]) -> None:
     missing = CliRunner().invoke(cli, ["report", "-5", "--store", store])
     assert missing.exit_code == 2
     assert missing.stderr.startswith("tracekit: error: run -5: the store holds 1 run(s)")
+
+
+def test_names_beyond_the_top_table_are_still_in_the_page(
+        report: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracekit.report.html as html_module
+
+    monkeypatch.setattr(html_module, "TOP_KERNELS", 1)
+    monkeypatch.setattr(html_module, "MAX_KERNEL_ROWS", 4)
+    with report["store"].connect() as connection:
+        timeline = timeline_data(connection, report["run_id"])
+    html = render_html(report["document"], timeline)
+    folded = html[html.index('id="tk-more-kernels"'):]
+    assert "3 more kernel names (1 smallest left out" in folded
+    assert folded.count('<td class="kname">') == 3

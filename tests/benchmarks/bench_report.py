@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import build  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
+from tracekit.aggregate import refresh_kernel_groups  # noqa: E402
 from tracekit.ingest.pipeline import ingest  # noqa: E402
 from tracekit.store.db import open_store  # noqa: E402
 
@@ -79,6 +80,7 @@ def stand_in_analysis(trace: Path, store_path: Path) -> float:
             "UPDATE steps SET gpu_start_ns = a.first, gpu_end_ns = a.last FROM (SELECT step_id, "
             "MIN(start_ns) AS first, MAX(end_ns) AS last FROM kernels WHERE run_id = :r "
             "GROUP BY step_id) a WHERE steps.id = a.step_id"), {"r": run_id})
+        refresh_kernel_groups(connection, run_id)
     store.dispose()
     return time.perf_counter() - started
 

@@ -30,6 +30,9 @@ from tracekit.report.timeline import TimelineOptions, timeline_data
 from tracekit.store.db import Store
 
 TOP_KERNELS = 50
+#: every kernel name gets a row (folded after the top ones) up to this many, so a name the
+#: timeline shows only on hover can still be found with the browser's search
+MAX_KERNEL_ROWS = 5_000
 _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
                    "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _LIGHT_PATHS = {"bf16", "fp16", "non-GEMM", "tf32"}
@@ -134,6 +137,8 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         warnings=document.get("warnings") or [],
         findings=document["findings"],
         top_kernels=document["kernels"][:TOP_KERNELS],
+        more_kernels=document["kernels"][TOP_KERNELS:MAX_KERNEL_ROWS],
+        kernels_left_out=max(0, len(document["kernels"]) - MAX_KERNEL_ROWS),
         severity_colors=SEVERITY_COLORS,
         timeline=timeline,
         timeline_note=timeline_note(timeline),
