@@ -50,8 +50,9 @@ def resolve_run(connection: Connection, token: str) -> int:
               default=None, help="Write the self-contained HTML report to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as one JSON document.")
 @click.option("--perfetto", "perfetto_path", type=click.Path(path_type=Path, dir_okay=False),
-              default=None, help="Write the run as a Chrome/Perfetto trace (JSON; gzip-compressed when the "
-                   "name ends in .gz) to this file.")
+              default=None,
+              help="Write the run as a Chrome/Perfetto trace (JSON; gzip-compressed when "
+                   "the name ends in .gz) to this file.")
 def report(run: str, store_url: str | None, html_path: Path | None, as_json: bool,
            perfetto_path: Path | None) -> None:
     """Report on a stored RUN: the terminal summary, or --json / --html / --perfetto.
@@ -73,8 +74,10 @@ def report(run: str, store_url: str | None, html_path: Path | None, as_json: boo
             document = build_document(connection, run_id)
         if html_path is not None:
             from tracekit.report.html import write_html
+            from tracekit.report.terminal import status_spinner
 
-            write_html(document, store, run_id, html_path)
+            with status_spinner("writing the HTML report"):
+                write_html(document, store, run_id, html_path)
             click.echo(f"tracekit: report written to {html_path}", err=True)
         if perfetto_path is not None:
             from tracekit.report.perfetto import count_kernels, write_perfetto

@@ -182,3 +182,13 @@ def progress_bar(total: int, description: str, *, minimum: int = 200_000
     with Progress(*columns, console=Console(file=sys.stderr), transient=True) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n: progress.advance(task, n)
+
+
+@contextmanager
+def status_spinner(message: str) -> Iterator[None]:
+    """A spinner on stderr while a step of unknown length runs; nothing when not a terminal."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    with Console(file=sys.stderr).status(message):
+        yield
