@@ -19,10 +19,10 @@ def refresh_kernel_groups(connection: Connection, run_id: int) -> int:
     result = connection.execute(text("""
         INSERT INTO kernel_groups (run_id, name_id, device, global_tid, global_pid, phase,
                                    count, total_ns, first_start_ns, last_end_ns)
-        SELECT run_id, name_id, device, global_tid, global_pid,
+        SELECT :run_id, name_id, device, global_tid, global_pid,
                COALESCE(phase, 'unattributed'), COUNT(*), SUM(end_ns - start_ns),
                MIN(start_ns), MAX(end_ns)
         FROM kernels WHERE run_id = :run_id
-        GROUP BY run_id, name_id, device, global_tid, global_pid, COALESCE(phase, 'unattributed')
+        GROUP BY name_id, device, global_tid, global_pid, phase
     """), params)
     return int(result.rowcount or 0)
