@@ -263,6 +263,15 @@ def test_nsys_agent_is_matched_to_its_session() -> None:
                                ["vllm", "serve", "m", "--profiler-config", "{}"])[-1] == "{}"
 
 
+def test_numbered_reports_of_repeated_capture_windows_are_all_collected(tmp_path: Path) -> None:
+    for name in ("trace.2.nsys-rep", "trace.10.nsys-rep", "trace.1.nsys-rep", "x.nsys-rep"):
+        (tmp_path / name).write_text("stand-in")
+    found = nsys.finish_outputs(tmp_path / "trace", [])
+    assert [path.name for path in found] == ["trace.1.nsys-rep", "trace.2.nsys-rep",
+                                             "trace.10.nsys-rep"]
+    assert nsys.finish_outputs(tmp_path / "none", []) == []
+
+
 def test_missing_profiler_is_one_line_exit_2(tmp_path: Path) -> None:
     result = invoke("-o", str(tmp_path / "r"), "--", sys.executable, "x.py",
                     env={"TRACEKIT_NSYS": str(tmp_path / "no-nsys"), "PATH": "/nonexistent"})

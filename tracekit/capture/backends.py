@@ -64,7 +64,7 @@ def has_gpu() -> bool:
     """
     if any(Path("/dev").glob("nvidia[0-9]*")):
         return True
-    listing = _quiet(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
+    listing = run_quiet(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
     return bool(listing and "GPU " in listing)
 
 
@@ -72,11 +72,11 @@ def gpu_names() -> list[str]:
     """GPU names and compute capabilities from nvidia-smi, when it is there."""
     if shutil.which("nvidia-smi") is None:
         return []
-    out = _quiet(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"])
+    out = run_quiet(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"])
     return [line.strip() for line in (out or "").splitlines() if line.strip()]
 
 
-def _quiet(argv: Sequence[str], timeout: float = 20.0) -> str | None:
+def run_quiet(argv: Sequence[str], timeout: float = 20.0) -> str | None:
     try:
         completed = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
                                    check=False)
@@ -156,7 +156,7 @@ def plan_torch(request: CaptureRequest, run_dir: Path, dry_run: bool = False) ->
             *program]
     if dry_run:
         return CapturePlan("torch", argv, runner_env(), output, tool="torch")
-    version = _quiet([interpreter, "-c", "import torch; print(torch.__version__)"], 120)
+    version = run_quiet([interpreter, "-c", "import torch; print(torch.__version__)"], 120)
     if version is None:
         raise ToolNotFound(f"the torch backend needs PyTorch in {interpreter}",
                            hint="pip install torch")
@@ -167,7 +167,7 @@ def plan_torch(request: CaptureRequest, run_dir: Path, dry_run: bool = False) ->
 
 def plan_cupti(request: CaptureRequest, run_dir: Path) -> CapturePlan:
     interpreter, program = python_program(request.command)
-    probe = _quiet([interpreter, "-c", "import importlib.metadata as m; import cupti; "
+    probe = run_quiet([interpreter, "-c", "import importlib.metadata as m; import cupti; "
                     "print(m.version('cupti-python'))"], 120)
     if probe is None:
         raise ToolNotFound("the cupti backend needs cupti-python and an NVIDIA GPU",
@@ -197,7 +197,7 @@ def plan_ncu(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> C
     notes = ([f"ncu profiles {len(request.ncu.kernel_names)} kernel name(s)"]
              if request.ncu.kernel_names else
              ["no previous run with classified GEMMs: ncu profiles the first launches only"])
-    version = None if dry_run else _quiet([str(ncu), "--version"])
+    version = None if dry_run else run_quiet([str(ncu), "--version"])
     match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", version or "")
     return CapturePlan("ncu", argv, {}, output, tool=str(ncu),
                        tool_version=match.group(1) if match else None, notes=notes)

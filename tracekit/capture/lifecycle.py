@@ -224,6 +224,7 @@ class Supervisor:
             now = time.monotonic()
             if now - last_snapshot >= SNAPSHOT_EVERY_S:
                 self.tracker.snapshot()
+                reap_orphans(keep=[self.process.pid])  # exited orphans of the engine
                 last_snapshot = now
             if self._stop.is_set():
                 if self._urgent.is_set() and rung == 1:

@@ -139,31 +139,46 @@ def find_importer() -> Path | None:
 
 
 def finish_outputs(output_base: Path, notes: list[str]) -> list[Path]:
-    """The report nsys wrote, importing a left-over ``.qdstrm`` into an ``.nsys-rep``.
+    """The reports nsys wrote, importing left-over ``.qdstrm`` files into ``.nsys-rep``.
 
-    Returns the files to analyze (empty when nsys wrote nothing usable). The ``.qdstrm`` is
-    removed once imported, as nsys itself does.
+    ``--capture-range-end=repeat`` numbers its reports (``trace.1.nsys-rep``, …), so every
+    ``trace[.N]`` is collected, in order. Returns the files to analyze (empty when nsys wrote
+    nothing usable). A ``.qdstrm`` is removed once imported, as nsys itself does.
     """
-    report = output_base.with_name(output_base.name + ".nsys-rep")
-    stream = output_base.with_name(output_base.name + ".qdstrm")
+    stems = sorted({path.name.removesuffix(".nsys-rep").removesuffix(".qdstrm")
+                    for pattern in ("{}.nsys-rep", "{}.*.nsys-rep", "{}.qdstrm", "{}.*.qdstrm")
+                    for path in output_base.parent.glob(pattern.format(output_base.name))},
+                   key=_report_order)
+    return [found for stem in stems
+            if (found := _finish_one(output_base.with_name(stem), notes)) is not None]
+
+
+def _report_order(stem: str) -> tuple[int, str]:
+    suffix = stem.rpartition(".")[2]
+    return (int(suffix) if suffix.isdigit() else -1, stem)
+
+
+def _finish_one(base: Path, notes: list[str]) -> Path | None:
+    report = base.with_name(base.name + ".nsys-rep")
+    stream = base.with_name(base.name + ".qdstrm")
     if report.exists():
         if stream.exists():
             stream.unlink()
-        return [report]
+        return report
     if not stream.exists():
-        return []
+        return None
     importer = find_importer()
     if importer is None:
         notes.append(f"nsys left {stream.name} and QdstrmImporter was not found; "
                      "analyzing needs it (set TRACEKIT_QDSTRM_IMPORTER)")
-        return [stream]
+        return stream
     previous = os.environ.get(IMPORTER_ENV)
     os.environ[IMPORTER_ENV] = str(importer)
     try:
         imported = qdstrm_to_nsys_rep(stream, stream.parent)
     except InputError as exc:
         notes.append(f"could not import {stream.name}: {exc.one_line()}")
-        return [stream]
+        return stream
     finally:
         if previous is None:
             del os.environ[IMPORTER_ENV]
@@ -171,7 +186,7 @@ def finish_outputs(output_base: Path, notes: list[str]) -> list[Path]:
             os.environ[IMPORTER_ENV] = previous
     notes.append(f"nsys left {stream.name}; imported it with QdstrmImporter into {imported.name}")
     stream.unlink()
-    return [imported]
+    return imported
 
 
 AGENT_PATTERN = re.compile(r"--session-name=profile-\S*-(\d+)(?=\s|$)")

@@ -146,7 +146,7 @@ def _package_version(package: str, command: tuple[str, ...]) -> str | None:
         interpreter, _ = backends.python_program(list(command))
     except InputError:
         return None
-    out = backends._quiet([interpreter, "-c", "import importlib.metadata as m; "
+    out = backends.run_quiet([interpreter, "-c", "import importlib.metadata as m; "
                            f"print(m.version({package!r}))"], 60)
     return out.strip() if out else None
 

@@ -157,7 +157,10 @@ def _analyze(outcome: Any, store_url: str | None, model: Path | None, expect: st
                               allow_no_kernels=True)
     try:
         store = open_for(store_url, write=True)
-        result = analyze(store, outcome.traces, options)
+        result = analyze(store, outcome.traces[:1], options)
+        for other in outcome.traces[1:]:  # one report per capture window (repeat)
+            say(f"{other.name}: another capture window; analyze it with "
+                f"`tracekit analyze {other}`")
     except TracekitError as exc:
         say(f"error: analysis failed: {exc.one_line()}")
         outcome.record["analysis"] = {"error": exc.one_line()}
