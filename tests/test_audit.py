@@ -303,6 +303,8 @@ def test_torch_backend_command_line(tmp_path: Path) -> None:
            "prog.py a" in dry.out
     with pytest.raises(Exception, match="Python programs only"):
         backends.python_program(["/bin/true"])
+    server = invoke("--backend", "torch", "--dry-run", "--", "vllm", "serve", "m")
+    assert server.code == 2 and "worker processes" in server.err and "--backend nsys" in server.err
 
 
 def test_torch_backend_end_to_end_needs_a_gpu(tmp_path: Path, program: Path) -> None:

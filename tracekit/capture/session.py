@@ -45,6 +45,8 @@ from tracekit.errors import InputError
 WINDOWS = ("auto", "whole", "engine")
 #: exit statuses of a command that ended because tracekit sent it SIGINT/SIGTERM/SIGKILL
 STOPPED_BY_US = (130, 143, 137)
+#: backends that run inside the program's own process and do not follow its children
+IN_PROCESS_BACKENDS = ("torch", "cupti")
 
 
 @dataclass
@@ -105,6 +107,10 @@ def resolve(settings: AuditSettings) -> tuple[EnginePreset | None, bool, str | N
             raise InputError(f"--load needs a server command; {settings.command[0]} is not one "
                              "tracekit knows", hint="pass --url http://HOST:PORT of its server")
         url = url or server_url(preset, settings.command)
+    if settings.backend in IN_PROCESS_BACKENDS and preset is not None and preset.server:
+        raise InputError(f"--backend {settings.backend} profiles one Python process; "
+                         f"{preset.name} runs its GPU work in worker processes",
+                         hint="use --backend nsys (it follows child processes)")
     engine_window = False
     if settings.window != "whole" and preset is not None and settings.backend == "nsys":
         hook_by_http = preset.http_window is not None and settings.load is not None and \
@@ -147,7 +153,7 @@ def _package_version(package: str, command: tuple[str, ...]) -> str | None:
     except InputError:
         return None
     out = backends.run_quiet([interpreter, "-c", "import importlib.metadata as m; "
-                           f"print(m.version({package!r}))"], 60)
+                              f"print(m.version({package!r}))"], 60)
     return out.strip() if out else None
 
 
