@@ -194,16 +194,23 @@ def _label(connection: Connection, run_id: int) -> None:
 
 
 def _make_steps(connection: Connection, run_id: int) -> int:
-    """Maximal runs of one label per device become steps; kernels point at them."""
+    """Runs of one label per device become steps; kernels point at them.
+
+    A new CUDA-graph replay starts a new step (one replay is one forward), so consecutive
+    decode tokens stay separate steps; eager kernels join the step before them.
+    """
     connection.execute(text("""
         CREATE TEMPORARY TABLE tk_hrun AS
         SELECT id, gp, dev, label, start_ns, end_ns, launch_start_ns, launch_end_ns,
                global_tid, global_pid,
                SUM(changed) OVER (PARTITION BY gp, dev ORDER BY start_ns, id
                                   ROWS UNBOUNDED PRECEDING) AS run
-        FROM (SELECT l.*, CASE WHEN LAG(label) OVER (PARTITION BY gp, dev ORDER BY start_ns, id)
-                                    IS NOT DISTINCT FROM label THEN 0 ELSE 1 END AS changed
-              FROM tk_hlab l) AS c"""))
+        FROM (SELECT l.*,
+                     CASE WHEN LAG(label) OVER w IS DISTINCT FROM label THEN 1
+                          WHEN replay <> LAG(replay) OVER w THEN 1
+                          ELSE 0 END AS changed
+              FROM tk_hlab l
+              WINDOW w AS (PARTITION BY gp, dev ORDER BY start_ns, id)) AS c"""))
     connection.execute(text("CREATE INDEX tk_hrun_id ON tk_hrun (id)"))
     connection.execute(text("""
         CREATE TEMPORARY TABLE tk_hgroup AS
