@@ -209,7 +209,7 @@ def test_dry_run_sglang_trtllm_llamacpp_presets(monkeypatch: pytest.MonkeyPatch)
     sglang = invoke("--dry-run", "--load", "smoke", "--", "python", "-m",
                     "sglang.launch_server", "--model-path", "M")
     assert "--capture-range-end=stop" in sglang.out
-    assert "POST http://127.0.0.1:30000/start_profile {'activities': ['CUDA_PROFILER']}" \
+    assert 'POST http://127.0.0.1:30000/start_profile {"activities": ["CUDA_PROFILER"]}' \
         in sglang.out
     trt = invoke("--dry-run", "--", "trtllm-serve", "M")
     assert "cudaProfilerApi" not in trt.out and "TLLM_LLMAPI_ENABLE_NVTX=1" in trt.out
@@ -303,8 +303,30 @@ def test_torch_backend_command_line(tmp_path: Path) -> None:
            "prog.py a" in dry.out
     with pytest.raises(Exception, match="Python programs only"):
         backends.python_program(["/bin/true"])
-    server = invoke("--backend", "torch", "--dry-run", "--", "vllm", "serve", "m")
-    assert server.code == 2 and "worker processes" in server.err and "--backend nsys" in server.err
+    cupti_server = invoke("--backend", "cupti", "--dry-run", "--", "vllm", "serve", "m")
+    assert cupti_server.code == 2 and "worker processes" in cupti_server.err
+    assert "--backend nsys" in cupti_server.err
+    no_load = invoke("--backend", "torch", "--dry-run", "--", "vllm", "serve", "m")
+    assert no_load.code == 2 and "add --load" in no_load.err
+
+
+def test_torch_backend_on_servers_uses_the_engines_own_profiler(tmp_path: Path) -> None:
+    run_dir = tmp_path / "r"
+    vllm = invoke("--backend", "torch", "--dry-run", "--load", "smoke", "-o", str(run_dir),
+                  "--", "vllm", "serve", "M")
+    assert vllm.code == 0, vllm.err
+    assert (f"vllm serve M --profiler-config.profiler torch --profiler-config.torch_profiler_dir "
+            f"{run_dir / 'torch'} --profiler-config.torch_profiler_record_shapes true") in vllm.out
+    assert "nsys" not in vllm.out and "POST http://127.0.0.1:8000/start_profile" in vllm.out
+    sglang = invoke("--backend", "torch", "--dry-run", "--load", "smoke", "-o", str(run_dir),
+                    "--", "python", "-m", "sglang.launch_server", "--model-path", "M")
+    assert f"SGLANG_TORCH_PROFILER_DIR={run_dir / 'torch'} python -m sglang" in sglang.out
+    start = next(line for line in sglang.out.splitlines() if "/start_profile" in line)
+    assert json.loads(start.split(" ", 2)[2]) == {
+        "activities": ["CPU", "GPU"], "record_shapes": True, "output_dir": str(run_dir / "torch")}
+    old = engines.for_version(engines.PRESETS["vllm"], "0.10.2", "torch")
+    assert old.torch_hook.args == () and old.window_args == ("--profiler-config.profiler", "cuda")
+    assert old.torch_hook.env["VLLM_TORCH_PROFILER_DIR"] == "{dir}"
 
 
 def test_torch_backend_end_to_end_needs_a_gpu(tmp_path: Path, program: Path) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 import tracekit
 from tracekit.capture import ncu as ncu_tool
 from tracekit.capture import nsys as nsys_tool
-from tracekit.capture.engines import EnginePreset
+from tracekit.capture.engines import EnginePreset, fill
 from tracekit.errors import InputError, ToolNotFound
 from tracekit.ingest.convert import find_nsys
 
@@ -149,7 +149,20 @@ def plan_nsys(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> 
                        notes=notes)
 
 
+def plan_torch_engine(request: CaptureRequest, run_dir: Path) -> CapturePlan:
+    """A server engine's own torch profiler, switched on by flags/env, opened by the workload."""
+    assert request.preset is not None and request.preset.torch_hook is not None
+    hook = request.preset.torch_hook
+    output = run_dir / "torch"
+    argv = [*request.command, *fill(hook.args, str(output))]
+    return CapturePlan("torch", argv, dict(fill(dict(hook.env), str(output))), output,
+                       tool=f"{request.preset.name} torch profiler",
+                       notes=[f"{request.preset.name}'s own torch profiler writes into {output}"])
+
+
 def plan_torch(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> CapturePlan:
+    if request.engine_window and request.preset is not None and request.preset.torch_hook:
+        return plan_torch_engine(request, run_dir)
     interpreter, program = python_program(request.command)
     output = run_dir / "torch"
     argv = [interpreter, "-m", "tracekit.capture.torch_runner", "--out", str(output), "--",

@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,31 @@ class HttpWindow:
     stop_path: str
     start_body: Mapping[str, object] | None = None
     stop_body: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class TorchHook:
+    """An engine's own torch profiler: how to switch it on and open its window.
+
+    ``{dir}`` in any value is replaced by the run folder's ``torch/`` directory.
+    """
+
+    window: HttpWindow
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: env replacing ``args`` before the engine version that introduced them
+    legacy_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def fill(value: Any, directory: str) -> Any:
+    """``value`` with every ``{dir}`` replaced (strings, lists, tuples and dicts)."""
+    if isinstance(value, str):
+        return value.replace("{dir}", directory)
+    if isinstance(value, Mapping):
+        return {key: fill(item, directory) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(fill(item, directory) for item in value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -49,6 +75,8 @@ class EnginePreset:
     package: str | None = None
     #: (first version with ``window_args``, env that opens the hook in older versions)
     legacy_window: tuple[str, Mapping[str, str]] | None = None
+    #: the engine's own torch profiler (``--backend torch`` on a server)
+    torch_hook: TorchHook | None = None
     #: where the facts come from
     source: str = ""
 
@@ -69,6 +97,14 @@ PRESETS: dict[str, EnginePreset] = {
         # before 0.13 (--profiler-config), VLLM_TORCH_CUDA_PROFILE=1 did the same; an unknown
         # flag aborts startup, so the engine's version decides
         legacy_window=("0.13", {"VLLM_TORCH_CUDA_PROFILE": "1"}),
+        # record_shapes is off by default and is the only way to GEMM shapes in a torch trace
+        torch_hook=TorchHook(
+            window=HttpWindow("/start_profile", "/stop_profile"),
+            args=("--profiler-config.profiler", "torch",
+                  "--profiler-config.torch_profiler_dir", "{dir}",
+                  "--profiler-config.torch_profiler_record_shapes", "true"),
+            legacy_env={"VLLM_TORCH_PROFILER_DIR": "{dir}",
+                        "VLLM_TORCH_PROFILER_RECORD_SHAPES": "1"}),
         source="engines.md §1.2 (vLLM 0.33: vllm/profiler/wrapper.py, "
                "vllm/entrypoints/serve/profile/api_router.py)",
     ),
@@ -78,6 +114,11 @@ PRESETS: dict[str, EnginePreset] = {
                 r"sglang\.launch_server"),
         http_window=HttpWindow("/start_profile", "/stop_profile",
                                start_body={"activities": ["CUDA_PROFILER"]}),
+        torch_hook=TorchHook(
+            window=HttpWindow("/start_profile", "/stop_profile",
+                              start_body={"activities": ["CPU", "GPU"], "record_shapes": True,
+                                          "output_dir": "{dir}"}),
+            env={"SGLANG_TORCH_PROFILER_DIR": "{dir}"}),
         capture_range_end="stop",
         server=True,
         default_port=30000,
@@ -155,13 +196,18 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
-def for_version(preset: EnginePreset, version: str | None) -> EnginePreset:
-    """The preset adjusted to an engine version (older vLLM opens its hook with env)."""
+def for_version(preset: EnginePreset, version: str | None, backend: str = "nsys"
+                ) -> EnginePreset:
+    """The preset adjusted to an engine version: older vLLM switches its hooks on with env."""
     if version is None or preset.legacy_window is None:
         return preset
     first, env = preset.legacy_window
     if version_tuple(version) >= version_tuple(first):
         return preset
+    if backend == "torch" and preset.torch_hook is not None:
+        hook = replace(preset.torch_hook, args=(),
+                       env={**preset.torch_hook.env, **preset.torch_hook.legacy_env})
+        return replace(preset, torch_hook=hook)
     return replace(preset, window_args=(), env={**preset.env, **env})
 
 

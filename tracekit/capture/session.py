@@ -22,7 +22,9 @@ import tracekit
 from tracekit.capture import backends
 from tracekit.capture.engines import (
     EnginePreset,
+    HttpWindow,
     engine_env,
+    fill,
     for_version,
     is_server,
     preset_for,
@@ -108,6 +110,12 @@ def resolve(settings: AuditSettings) -> tuple[EnginePreset | None, bool, str | N
                              "tracekit knows", hint="pass --url http://HOST:PORT of its server")
         url = url or server_url(preset, settings.command)
     if settings.backend in IN_PROCESS_BACKENDS and preset is not None and preset.server:
+        if settings.backend == "torch" and preset.torch_hook is not None:
+            if settings.load is None:
+                raise InputError(f"--backend torch on {preset.name} uses the engine's own torch "
+                                 "profiler, which a workload opens and closes",
+                                 hint="add --load smoke (or another workload)")
+            return preset, True, url
         raise InputError(f"--backend {settings.backend} profiles one Python process; "
                          f"{preset.name} runs its GPU work in worker processes",
                          hint="use --backend nsys (it follows child processes)")
@@ -130,13 +138,23 @@ def plan(settings: AuditSettings, run_dir: Path, *, dry_run: bool = False
     version = engine_version(preset, settings.command) if preset and preset.legacy_window \
         and engine_window and not dry_run else None
     if preset is not None:
-        preset = for_version(preset, version)
+        preset = for_version(preset, version, settings.backend)
     request = backends.CaptureRequest(command=settings.command, backend=settings.backend,
                                       preset=preset, engine_window=engine_window,
                                       nsys=settings.nsys, ncu=settings.ncu)
     capture = backends.plan_capture(request, run_dir, dry_run=dry_run)
     capture.env = {**engine_env(preset), **capture.env}
     return capture, preset, engine_window, url
+
+
+def engine_http_window(preset: EnginePreset | None, capture: backends.CapturePlan
+                       ) -> HttpWindow | None:
+    """The HTTP calls that open and close the engine's window for this backend."""
+    if preset is None:
+        return None
+    if capture.backend == "torch" and preset.torch_hook is not None:
+        return HttpWindow(**fill(vars(preset.torch_hook.window), str(capture.output)))
+    return preset.http_window
 
 
 def engine_version(preset: EnginePreset | None, command: list[str]) -> str | None:
@@ -229,7 +247,7 @@ def run_audit(settings: AuditSettings, say: Callable[[str], None]) -> AuditOutco
         driver_thread: threading.Thread | None = None
         reports: list[WorkloadReport] = []
         if settings.load is not None and url is not None:
-            window = preset.http_window if (engine_window and preset is not None) else None
+            window = engine_http_window(preset, capture) if engine_window else None
             driver = Driver(url, settings.load, window, engine_alive=supervisor.running,
                             stop=stop_load)
 

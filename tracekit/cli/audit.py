@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -198,7 +199,7 @@ def _ncu_settings(store_url: str | None, run_id: int | None, top: int,
 def _dry_run(settings: Any) -> None:
     """Print the exact command lines (and the workload's HTTP calls) without running."""
     from tracekit.capture.lifecycle import DEFAULT_RUNS_DIR
-    from tracekit.capture.session import plan
+    from tracekit.capture.session import engine_http_window, plan
 
     run_dir = (settings.output or DEFAULT_RUNS_DIR / "<timestamp>")
     capture, preset, engine_window, url = plan(settings, Path(run_dir), dry_run=True)
@@ -212,14 +213,14 @@ def _dry_run(settings: Any) -> None:
         spec = settings.load
         click.echo(f"# workload: wait for {url}/health or {url}/v1/models; {spec.warmup} warm-up "
                    "request(s)")
-        if engine_window and preset is not None and preset.http_window is not None:
-            hook = preset.http_window
-            body = f" {hook.start_body}" if hook.start_body else ""
+        hook = engine_http_window(preset, capture) if engine_window else None
+        if hook is not None:
+            body = f" {json.dumps(hook.start_body)}" if hook.start_body else ""
             click.echo(f"POST {url}{hook.start_path}{body}")
         click.echo(f"POST {url}/v1/completions × {spec.requests} (prompt ≈{spec.prompt_tokens} "
                    f"tokens, max_tokens {spec.max_tokens}, concurrency {spec.concurrency})")
-        if engine_window and preset is not None and preset.http_window is not None:
-            click.echo(f"POST {url}{preset.http_window.stop_path}")
+        if hook is not None:
+            click.echo(f"POST {url}{hook.stop_path}")
         click.echo("# then SIGINT to the command's process group (SIGTERM, SIGKILL if it hangs)")
     if capture.backend == "ncu":
         click.echo(f"{capture.tool or 'ncu'} --import {capture.output}.ncu-rep --csv --page raw")
