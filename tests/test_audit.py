@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -140,15 +141,19 @@ def test_audit_captures_nvtx_ranges_into_run_folder_store_and_json(tmp_path: Pat
 @needs_nsys
 def test_audit_returns_the_commands_exit_code_and_still_analyzes(tmp_path: Path,
                                                                  program: Path) -> None:
+    """Also the terminal mode: the command's output and the summary on stdout."""
     run_dir, store = tmp_path / "run", tmp_path / "store.db"
-    audit = start_audit(audit_argv(run_dir, store, sys.executable, str(program), "3"), tmp_path)
+    argv = [arg for arg in audit_argv(run_dir, store, sys.executable, str(program), "3")
+            if arg != "--json"]
+    audit = start_audit(argv, tmp_path)
     out, err = audit.communicate(timeout=180)
     assert audit.returncode == 3, err
     assert "exited with code 3" in err
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and record["exit_code"] == 3
     assert "run_id" in record["analysis"]
-    assert json.loads(out)["summary"]["nvtx_ranges"] == 5
+    assert "engine says hello" in out and "NVTX ranges 5" in out
+    assert f"run folder: {run_dir.resolve()}" in err
     assert len(stored_ranges(store)) == 5
     assert_nothing_left(run_dir)
 
@@ -523,3 +528,19 @@ def test_a_profiler_that_cannot_start_is_one_line_exit_2(tmp_path: Path, program
     assert "nsys could not start the capture: Illegal" in err
     assert out == "" and "Traceback" not in err
     assert_nothing_left(run_dir)
+
+
+def test_a_second_interrupt_skips_the_wait_for_sigint(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    code = ("import signal, time, pathlib; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            f"pathlib.Path({str(ready)!r}).touch(); time.sleep(60)")
+    supervisor = supervise(tmp_path, code, sigint_s=60.0, sigterm_s=5.0)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    supervisor.request_stop("interrupted")
+    threading.Timer(0.5, supervisor.request_stop, args=("interrupted",)).start()
+    started = time.monotonic()
+    outcome = supervisor.wait()
+    assert outcome.signals_sent == ["SIGINT", "SIGTERM"]
+    assert time.monotonic() - started < 10
