@@ -162,6 +162,7 @@ def test_load_files_and_presets(tmp_path: Path) -> None:
         load_spec(str(zero))
 
 
+@pytest.mark.nsys
 @pytest.mark.skipif(nsys.find_nsys() is None or nsys.find_importer() is None,
                     reason="needs nsys with QdstrmImporter")
 def test_audit_drives_the_server_then_stops_it_gracefully(tmp_path: Path) -> None:
