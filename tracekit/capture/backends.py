@@ -12,6 +12,7 @@ run collects the trace files the analysis reads.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -95,7 +96,11 @@ def python_program(command: Sequence[str]) -> tuple[str, list[str]]:
     if re.fullmatch(r"python[\d.]*", first):
         rest = list(command[1:])
         while rest and rest[0].startswith("-") and rest[0] != "-m":
-            rest = rest[1:]  # interpreter flags such as -u are dropped
+            if rest[0] == "-c":
+                raise InputError("python -c cannot be wrapped by the torch/cupti backends",
+                                 hint="put the code in a file")
+            # interpreter flags such as -u are dropped; -X/-W take a value
+            rest = rest[2:] if rest[0] in ("-X", "-W") else rest[1:]
         if not rest:
             raise InputError("the torch/cupti backends need a program: python PROGRAM ARGS")
         return command[0], rest
@@ -131,7 +136,7 @@ def plan_nsys(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> 
         raise ToolNotFound("the nsys backend needs Nsight Systems (nsys), which was not found",
                            hint="install Nsight Systems (Debian: apt-get install nsight-systems) "
                                 "or set TRACEKIT_NSYS")
-    settings = request.nsys
+    settings = dataclasses.replace(request.nsys)  # the caller's settings stay as given
     command = list(request.command)
     notes: list[str] = []
     preset = request.preset
