@@ -237,6 +237,13 @@ def test_dry_run_sglang_trtllm_llamacpp_presets(monkeypatch: pytest.MonkeyPatch)
     assert "--delay=5 --duration=30" in llama.out
     whole = invoke("--dry-run", "--window", "whole", "--load", "smoke", "--", "vllm", "serve", "M")
     assert "cudaProfilerApi" not in whole.out and "start_profile" not in whole.out
+    insist = invoke("--dry-run", "--window", "engine", "--", "vllm", "serve", "M")
+    assert insist.code == 2 and "--window engine" in insist.err
+    not_a_server = invoke("--dry-run", "--load", "smoke", "--", "python", "train.py")
+    assert not_a_server.code == 2 and "--load needs a server command" in not_a_server.err
+    any_server = invoke("--dry-run", "--load", "smoke", "--url", "http://10.1.2.3:9000", "--",
+                        "python", "my_server.py")
+    assert any_server.code == 0 and "POST http://10.1.2.3:9000/v1/completions" in any_server.out
 
 
 def test_engine_detection_and_server_url() -> None:
