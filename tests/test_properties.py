@@ -124,10 +124,24 @@ def check_run_is_whole(store: Store, run_id: int) -> None:
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    folder = tmp_path_factory.mktemp("fuzz")
+    """One store for all inputs; in memory-backed /dev/shm when there is one (10^4 inputs
+    each write a file and commit a transaction: disk I/O would dominate)."""
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        folder = Path(tempfile.mkdtemp(prefix="tracekit-props-", dir=shm))
+    else:
+        folder = tmp_path_factory.mktemp("fuzz")
     store = open_store(str(folder / "store.db"))
-    yield Harness(store, folder)
-    store.dispose()
+    saved, tempfile.tempdir = tempfile.tempdir, str(folder)  # the pipeline's scratch folders
+    try:
+        yield Harness(store, folder)
+    finally:
+        tempfile.tempdir = saved
+        store.dispose()
+        if folder.parent == shm:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- shared strategies ------------------------------------------------------------------------
@@ -663,3 +677,21 @@ def test_regression_rule_file_not_utf8(rule_folder: Path) -> None:
     with pytest.raises(RuleFileError, match="not UTF-8"):
         load_ruleset([rule_folder], use_env=False)
     (rule_folder / "fuzzed.toml").unlink()
+
+
+def test_regression_table_name_not_utf8(harness: Harness, nsys_base: bytes) -> None:
+    """A table name with invalid UTF-8 in sqlite_master (atheris, nsys reader) raised
+    UnicodeDecodeError from format detection, before any reader ran."""
+    work = harness.folder / "regression3.sqlite"
+    work.write_bytes(nsys_base)
+    connection = sqlite3.connect(work)
+    connection.execute("PRAGMA writable_schema = ON")
+    connection.execute("UPDATE sqlite_master SET name = CAST(X'6bb26e' AS TEXT), "
+                       "tbl_name = CAST(X'6bb26e' AS TEXT) WHERE name = 'PROCESSES'")
+    connection.commit()
+    connection.close()
+    harness.ingest(work.read_bytes(), ".sqlite")  # read, or refused with one line
+    with pytest.raises(TracekitError, match="corrupt"):
+        from tracekit.ingest.detect import detect_file
+
+        detect_file(work)

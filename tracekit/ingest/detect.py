@@ -34,7 +34,15 @@ class Sniff:
 def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
     """Open a SQLite file read-only and immutable: nothing is ever written next to it."""
     uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True)
+    connection = sqlite3.connect(uri, uri=True)
+    # Names and values in a damaged (or hostile) file may be invalid UTF-8: read them
+    # with U+FFFD instead of raising UnicodeDecodeError halfway through detection.
+    connection.text_factory = _lenient_text
+    return connection
+
+
+def _lenient_text(value: bytes) -> str:
+    return value.decode("utf-8", errors="replace")
 
 
 def sqlite_table_names(path: Path) -> frozenset[str]:
@@ -47,7 +55,8 @@ def sqlite_table_names(path: Path) -> frozenset[str]:
             connection.execute("PRAGMA schema_version").fetchone()
         finally:
             connection.close()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        # (a damaged schema can make SQLite's own error message invalid UTF-8)
         raise InputError(
             f"{path}: SQLite file is corrupt or truncated ({exc})",
             hint="export it again with `nsys export --type sqlite`",
