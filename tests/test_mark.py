@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import types
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +134,54 @@ def test_real_nvtx_package_accepts_the_calls(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     with mark.step(prefill_tokens=3):
         pass
+
+
+PROGRAM = """
+import tracekit.mark as mark
+with mark.step(prefill_tokens=512, prefill_requests=1):
+    sum(range(10000))
+with mark.step(decode_tokens=8, decode_requests=8, label="token 1"):
+    sum(range(10000))
+"""
+
+
+def test_real_nsys_records_the_marks_and_the_rules_read_them(tmp_path: Path) -> None:
+    """nsys (2022.4 in CI) + nvtx 0.2.10 record tracekit.mark ranges; the stage makes steps."""
+    import shutil
+    import subprocess
+
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        pytest.skip("nsys not installed")
+    pytest.importorskip("nvtx")
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    completed = subprocess.run(
+        [nsys, "profile", "-t", "nvtx", "--sample=none", "--cpuctxsw=none", "-f", "true",
+         "-o", str(tmp_path / "run"), sys.executable, str(program)],
+        capture_output=True, text=True, timeout=300, check=False)
+    captures = sorted(tmp_path.glob("run.*"))
+    if completed.returncode != 0 or not captures:
+        pytest.skip(f"nsys could not profile here: {completed.stderr[-300:]}")
+    from sqlalchemy import text
+
+    from tracekit.errors import TracekitError
+    from tracekit.ingest.pipeline import ingest
+    from tracekit.phases.stage import attribute_phases
+    from tracekit.store.db import open_store
+
+    store = open_store(str(tmp_path / "store.db"))
+    try:
+        run_id = ingest(store, [captures[-1]], allow_no_kernels=True).run_id
+    except TracekitError as exc:  # e.g. no QdstrmImporter to turn a .qdstrm into a report
+        pytest.skip(f"capture not importable here: {exc}")
+    with store.begin() as connection:
+        report = attribute_phases(connection, run_id)
+        steps = connection.execute(text(
+            "SELECT phase, engine, source, prefill_tokens, decode_tokens, decode_requests "
+            "FROM steps WHERE run_id = :r ORDER BY start_ns"), {"r": run_id}).all()
+    assert report.method == "marker" and report.engines == ["tracekit"]
+    assert [tuple(row) for row in steps] == [
+        ("prefill", "tracekit", "marker", 512, None, None),
+        ("decode", "tracekit", "marker", None, 8, 8),
+    ]
