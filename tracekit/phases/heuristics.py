@@ -99,6 +99,12 @@ def load_signals() -> SignalSet:
             requires=tuple(entry.get("requires", ())), lies=entry.get("lies", ""),
             cite=entry.get("cite", ""), examples=tuple(entry.get("examples", ())),
             counter_examples=tuple(entry.get("counter_examples", ()))))
+    known = {signal.id for signal in signals}
+    for signal in signals:
+        missing = set(signal.requires) - known
+        if missing:
+            raise RuleFileError(f"{HEURISTICS_FILE}: signal {signal.id!r} requires unknown "
+                                f"signals {sorted(missing)}")
     return SignalSet(signals)
 
 
