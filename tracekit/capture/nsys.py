@@ -30,7 +30,6 @@ from tracekit.capture.engines import EnginePreset
 from tracekit.errors import InputError
 from tracekit.ingest.convert import (
     IMPORTER_ENV,
-    find_nsys,
     find_qdstrm_importer,
     qdstrm_to_nsys_rep,
 )
@@ -116,26 +115,8 @@ def nsys_version(nsys: Path) -> str | None:
 
 
 def find_importer() -> Path | None:
-    """QdstrmImporter: ingest's finder, else beside each link of nsys's symlink chain.
-
-    Debian's ``/usr/bin/nsys`` → ``/usr/lib/nsight-systems/bin/nsys`` → ``../target-linux-x64/nsys``
-    resolves into ``/usr/lib/x86_64-linux-gnu/``, away from ``host-linux-x64/``; the importer
-    sits beside an intermediate link (fixtures/nsys/NSYS_NOTES.md).
-    """
-    found = find_qdstrm_importer()
-    if found is not None:
-        return found
-    step = find_nsys()
-    for _ in range(16):
-        if step is None:
-            return None
-        candidate = step.parent.parent / "host-linux-x64" / "QdstrmImporter"
-        if candidate.is_file():
-            return candidate
-        if not step.is_symlink():
-            return None
-        step = step.parent / os.readlink(step)
-    return None
+    """QdstrmImporter, as the ingest side finds it (along nsys's symlink chain)."""
+    return find_qdstrm_importer()
 
 
 def finish_outputs(output_base: Path, notes: list[str]) -> list[Path]:
