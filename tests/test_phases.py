@@ -219,6 +219,20 @@ def test_heuristic_signal_examples_hold() -> None:
             assert found is None or found.id != signal.id, (signal.id, example)
 
 
+@pytest.mark.parametrize("op, dims, phase", [
+    ("aten::addmm", "[[640], [888, 2880], [2880, 640], [], []]", None),  # 888: in between
+    ("aten::addmm", "[[640], [4096, 2880], [2880, 640], [], []]", "prefill"),
+    ("aten::linear", "[[2, 512, 2880], [640, 2880], [640]]", "prefill"),  # M = 2 × 512
+    ("aten::mm", "[[8, 4096], [4096, 4096]]", "decode"),
+    ("aten::mm", "[[1, 4096], [4096, 4096]]", "decode"),
+    ("aten::bmm", "[[1, 4096, 64], [1, 64, 4096]]", None),  # not a listed op
+    ("aten::mm", "not json", None),
+    ("aten::mm", "[[4096]]", None),
+])
+def test_gemm_token_bounds(op: str, dims: str, phase: str | None) -> None:
+    assert load_signals().gemm_tokens.phase(op, dims) == phase
+
+
 # --- engine-style scenarios --------------------------------------------------------------
 
 VLLM_PREFILL = "execute_context_2(1024)_generation_0(0)"
@@ -456,6 +470,41 @@ def test_marker_free_llamacpp_run_is_labelled_heuristic(tmp_path: Path,
                                           ("decode", "heuristic"): 6 + 3}
     assert table["decode"]["source"] == "heuristic" and how["method"] == "heuristic"
     assert table["prefill"]["prefill_tokens"] == 0  # a heuristic knows no token counts
+
+
+def test_gemm_token_counts_from_op_shapes_are_a_heuristic_signal(tmp_path: Path) -> None:
+    """A torch trace with record_shapes: aten::addmm's M says decode (4) or prefill (2048)."""
+    rank = RankSpec(pid=21, steps=[
+        StepSpec(text=None, kernels=forward(8)),
+        StepSpec(text=None, kernels=forward(1), graph=True, repeat=3),
+        StepSpec(text=None, kernels=forward(8)),
+        StepSpec(text=None, kernels=forward(1), graph=True, repeat=2),
+    ])
+    real = {id(step): "decode" if step.graph else "prefill" for step in rank.steps}
+    scenario = Scenario(ranks=[rank])
+    store, run_id = build_and_ingest(tmp_path, scenario)
+    shapes = {1: "[[2880], [2048, 2880], [2880, 640], [], []]",
+              2: "[[2880], [4, 2880], [2880, 640], [], []]",
+              3: "[[2880], [64, 2880], [2880, 640], [], []]"}  # middle: no signal
+    with store.begin() as connection:
+        bf16 = connection.execute(text("SELECT id FROM kernel_names WHERE run_id = :r AND "
+                                       "name = :n"), {"r": run_id, "n": BF16}).scalar()
+        for external_id, duration in ((1, 3_000 * 8), (2, 3_000)):
+            connection.execute(text(
+                "UPDATE kernels SET external_id = :e WHERE run_id = :r AND name_id = :n "
+                "AND end_ns - start_ns = :d"), {"e": external_id, "r": run_id, "n": bf16,
+                                                "d": duration})
+        connection.execute(text(
+            "UPDATE kernels SET external_id = 3 WHERE run_id = :r AND external_id IS NULL"),
+            {"r": run_id})
+        for external_id, dims in shapes.items():
+            connection.execute(text(
+                "INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, input_dims) "
+                "VALUES (:r, 'aten::addmm', 0, 0, :e, :d)"), {"r": run_id, "e": external_id,
+                                                               "d": dims})
+    report, table, _ = analyze(store, run_id)
+    assert report.method == "heuristic" and report.signals == {"gemm-tokens": 2}
+    assert_matches_truth(table, truth(scenario, lambda step: real[id(step)]))
 
 
 def test_ranges_that_are_not_markers_give_no_phases(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ unknown to a heuristic, so its steps carry none.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -41,8 +42,8 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 HEURISTICS_FILE = "_phase_heuristics.toml"
-_TEMP_TABLES = ("tk_name_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun", "tk_hgroup",
-                "tk_hstep")
+_TEMP_TABLES = ("tk_name_signal", "tk_ext_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun",
+                "tk_hgroup", "tk_hstep")
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,43 @@ class Signal:
     counter_examples: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class GemmTokens:
+    """Token-count (M) bounds for GEMM ops with recorded input shapes."""
+
+    decode_max: int = 8
+    prefill_min: int = 1024
+    inputs: tuple[tuple[str, int], ...] = ()  # (op name, index of the activation input)
+
+    def phase(self, op: str, input_dims: str) -> str | None:
+        """``decode``/``prefill`` for a clearly sized GEMM, else None (unparseable, middle)."""
+        index = dict(self.inputs).get(op)
+        if index is None:
+            return None
+        try:
+            shape = json.loads(input_dims)[index]
+        except (ValueError, TypeError, IndexError, KeyError):
+            return None
+        if not isinstance(shape, list) or len(shape) < 2:
+            return None
+        tokens = 1
+        for size in shape[:-1]:
+            if not isinstance(size, int):
+                return None
+            tokens *= size
+        if tokens <= self.decode_max:
+            return "decode"
+        if tokens >= self.prefill_min:
+            return "prefill"
+        return None
+
+
 @dataclass
 class SignalSet:
     """Signals in file order; the first that matches a name wins."""
 
     signals: list[Signal] = field(default_factory=list)
+    gemm_tokens: GemmTokens = field(default_factory=GemmTokens)
 
     def match(self, name: str) -> Signal | None:
         """The signal a kernel name carries, if any."""
@@ -99,13 +132,18 @@ def load_signals() -> SignalSet:
             requires=tuple(entry.get("requires", ())), lies=entry.get("lies", ""),
             cite=entry.get("cite", ""), examples=tuple(entry.get("examples", ())),
             counter_examples=tuple(entry.get("counter_examples", ()))))
+    tokens = raw.get("gemm_tokens", {})
+    gemm_tokens = GemmTokens(
+        decode_max=int(tokens.get("decode_max", 8)),
+        prefill_min=int(tokens.get("prefill_min", 1024)),
+        inputs=tuple((op["name"], int(op["input"])) for op in tokens.get("op", [])))
     known = {signal.id for signal in signals}
     for signal in signals:
         missing = set(signal.requires) - known
         if missing:
             raise RuleFileError(f"{HEURISTICS_FILE}: signal {signal.id!r} requires unknown "
                                 f"signals {sorted(missing)}")
-    return SignalSet(signals)
+    return SignalSet(signals, gemm_tokens)
 
 
 def _drop(connection: Connection) -> None:
@@ -122,21 +160,26 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
     names: dict[int, str] = dict(connection.execute(text(
         "SELECT id, name FROM kernel_names WHERE run_id = :run_id"), {"run_id": run_id}).all())
     believed = signals.believed(names)
+    shaped = _shape_signals(connection, run_id, signals.gemm_tokens)
     no_markers = (f"no step markers ({ranges:,} range{'s' if ranges != 1 else ''}, none an "
                   "engine step marker)"
                   if ranges else "no step markers (no ranges in the trace)")
-    if not believed:
+    if not believed and not shaped:
         return PhaseReport(method="none", message=f"{no_markers} and no kernel family that "
                            "tells prefill from decode: nothing attributed to a phase")
     counts: dict[str, int] = {}
     for signal in believed.values():
         counts[signal.id] = counts.get(signal.id, 0) + 1
+    if shaped:
+        counts["gemm-tokens"] = len(shaped)
     _drop(connection)
+    _load_shape_signals(connection, run_id, shaped)
     connection.execute(text(
         "CREATE TEMPORARY TABLE tk_name_signal (name_id BIGINT PRIMARY KEY, phase VARCHAR(16))"))
-    connection.execute(text("INSERT INTO tk_name_signal VALUES (:name_id, :phase)"),
-                       [{"name_id": name_id, "phase": signal.phase}
-                        for name_id, signal in believed.items()])
+    if believed:
+        connection.execute(text("INSERT INTO tk_name_signal VALUES (:name_id, :phase)"),
+                           [{"name_id": name_id, "phase": signal.phase}
+                            for name_id, signal in believed.items()])
     _label(connection, run_id)
     kernels = _make_steps(connection, run_id)
     steps: dict[str, int] = dict(connection.execute(text(
@@ -151,6 +194,52 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
                        kernels_heuristic=kernels, signals=counts)
 
 
+def _shape_signals(connection: Connection, run_id: int, tokens: GemmTokens
+                   ) -> dict[tuple[str, str], str]:
+    """(op name, input dims) → phase, for GEMM ops whose shapes say decode or prefill.
+
+    Parsed once per distinct shape, not per op record.
+    """
+    ops = [name for name, _ in tokens.inputs]
+    if not ops:
+        return {}
+    params: dict[str, Any] = {"run_id": run_id}
+    params.update({f"op{index}": name for index, name in enumerate(ops)})
+    placeholders = ", ".join(f":op{index}" for index in range(len(ops)))
+    rows = connection.execute(text(
+        f"SELECT DISTINCT name, input_dims FROM cpu_ops WHERE run_id = :run_id "
+        f"AND input_dims IS NOT NULL AND name IN ({placeholders})"), params).all()
+    result = {}
+    for name, dims in rows:
+        phase = tokens.phase(str(name), str(dims))
+        if phase is not None:
+            result[(str(name), str(dims))] = phase
+    return result
+
+
+def _load_shape_signals(connection: Connection, run_id: int,
+                        shaped: dict[tuple[str, str], str]) -> None:
+    """``tk_ext_signal``: External id → phase, for ops of one clear size (kernels link by it)."""
+    connection.execute(text(
+        "CREATE TEMPORARY TABLE tk_ext_signal (external_id BIGINT PRIMARY KEY, "
+        "phase VARCHAR(16))"))
+    if not shaped:
+        return
+    connection.execute(text("DROP TABLE IF EXISTS tk_shape"))
+    connection.execute(text(
+        "CREATE TEMPORARY TABLE tk_shape (name TEXT, input_dims TEXT, phase VARCHAR(16))"))
+    connection.execute(text("INSERT INTO tk_shape VALUES (:name, :dims, :phase)"),
+                       [{"name": name, "dims": dims, "phase": phase}
+                        for (name, dims), phase in shaped.items()])
+    connection.execute(text("""
+        INSERT INTO tk_ext_signal
+        SELECT o.external_id, MIN(s.phase) FROM cpu_ops o
+        JOIN tk_shape s ON s.name = o.name AND s.input_dims = o.input_dims
+        WHERE o.run_id = :run_id AND o.external_id IS NOT NULL
+        GROUP BY o.external_id HAVING COUNT(DISTINCT s.phase) = 1"""), {"run_id": run_id})
+    connection.execute(text("DROP TABLE tk_shape"))
+
+
 def _label(connection: Connection, run_id: int) -> None:
     order = ("PARTITION BY COALESCE(k.global_pid, -1), COALESCE(k.device, -1) "
              "ORDER BY k.start_ns, k.id")
@@ -158,12 +247,13 @@ def _label(connection: Connection, run_id: int) -> None:
         CREATE TEMPORARY TABLE tk_h AS
         SELECT k.id, COALESCE(k.global_pid, -1) AS gp, COALESCE(k.device, -1) AS dev,
                k.start_ns, k.end_ns, k.launch_start_ns, k.launch_end_ns, k.global_tid,
-               k.global_pid, s.phase AS sig,
+               k.global_pid, COALESCE(s.phase, e.phase) AS sig,
                CASE WHEN k.graph_node_id IS NOT NULL THEN k.correlation_id END AS replay,
-               SUM(CASE WHEN s.phase IS NULL THEN 0 ELSE 1 END) OVER (
+               SUM(CASE WHEN COALESCE(s.phase, e.phase) IS NULL THEN 0 ELSE 1 END) OVER (
                    {order} ROWS UNBOUNDED PRECEDING) AS seg,
                k.start_ns - LAG(k.end_ns) OVER ({order}) AS gap
         FROM kernels k LEFT JOIN tk_name_signal s ON s.name_id = k.name_id
+        LEFT JOIN tk_ext_signal e ON e.external_id = k.external_id
         WHERE k.run_id = :run_id"""), {"run_id": run_id})
     connection.execute(text("CREATE INDEX tk_h_seg ON tk_h (gp, dev, seg)"))
     # Per segment (a signal kernel and the kernels after it up to the next signal): its phase,
