@@ -218,6 +218,10 @@ def test_folder_of_ranks_is_one_run_with_several_devices(tmp_path, store_path):
     assert devices == [(0, 100, "sm90"), (1, 200, "sm90")]
     starts = query(store_path, "SELECT device, start_ns, global_pid FROM kernels ORDER BY device")
     assert starts == [(0, 1_010_123, 100), (1, 1_011_123, 200)]
+    # both ranks call their op External id 7: each kernel still joins only its own rank's op
+    joined = query(store_path, """SELECT k.device, c.global_pid FROM kernels k
+                                  JOIN cpu_ops c ON c.external_id = k.external_id""")
+    assert sorted(joined) == [(0, 100), (1, 200)]
 
 
 def test_bare_event_list_and_legacy_spellings(tmp_path, store_path):

@@ -9,8 +9,12 @@ a time and in no useful order. Readers add rows to the TEMPORARY tables below
 - time: each file's offset onto the run's time base (``tk_file.offset_ns``);
 - names: kernel and API names become per-run ``kernel_names``/``api_names`` ids;
 - kernel → launch: the runtime/driver call with the same correlation id *in the same file*
-  gives the kernel its CPU process, thread and launch interval.
+  gives the kernel its CPU process, thread and launch interval;
+- External ids: each rank numbers its ops from 1, so file *i* of a run stores
+  ``External id + i · 2^40`` (file 0 keeps the raw value): ``kernels.external_id =
+  cpu_ops.external_id`` then never joins a kernel to another rank's op.
 """
+
 
 from __future__ import annotations
 
@@ -27,8 +31,12 @@ from sqlalchemy import Connection, text
 from tracekit.ingest.reader import IngestContext
 from tracekit.ingest.staging import StageTable, write_rows
 
+#: External ids of file i are shifted by i · EXTERNAL_STRIDE (Kineto's ids are op counters)
+EXTERNAL_STRIDE = 1 << 40
+
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
-    "tk_file": (("file_index", "INTEGER"), ("offset_ns", "BIGINT"), ("main_pid", "BIGINT")),
+    "tk_file": (("file_index", "INTEGER"), ("offset_ns", "BIGINT"), ("main_pid", "BIGINT"),
+                ("external_offset", "BIGINT")),
     "tk_kernel": tuple((c, "BIGINT") for c in (
         "file_index", "name_key", "device", "stream", "start_ns", "end_ns", "grid_x", "grid_y",
         "grid_z", "block_x", "block_y", "block_z", "registers", "static_smem", "smem",
@@ -156,7 +164,8 @@ class TraceRows:
         base = min(state.base_ns for state in self.files)
         file_stage = self.stage["tk_file"]
         for state in self.files:
-            file_stage.add((state.index, state.base_ns - base, state.main_pid))
+            file_stage.add((state.index, state.base_ns - base, state.main_pid,
+                            state.index * EXTERNAL_STRIDE))
         file_stage.flush()
         run_id = self.ctx.run_id
         write_rows(self.connection, "kernel_names", ("run_id", "source_key", "name"),
@@ -222,7 +231,7 @@ FINISH_SQL: tuple[str, ...] = (
        SELECT :run_id, n.id, k.device, k.stream, k.start_ns + f.offset_ns, k.end_ns + f.offset_ns,
               k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers,
               k.static_smem, k.smem,
-              k.correlation_id, k.external_id, k.graph_node_id, k.graph_id,
+              k.correlation_id, k.external_id + f.external_offset, k.graph_node_id, k.graph_id,
               COALESCE(l.pid, f.main_pid), l.tid, l.s + f.offset_ns, l.e + f.offset_ns
        FROM tk_kernel k JOIN tk_file f ON f.file_index = k.file_index
        JOIN kernel_names n ON n.run_id = :run_id AND n.source_key = k.name_key
@@ -238,7 +247,8 @@ FINISH_SQL: tuple[str, ...] = (
        FROM tk_memory m JOIN tk_file f ON f.file_index = m.file_index""",
     """INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, global_tid, global_pid,
                             input_types, input_dims)
-       SELECT :run_id, c.name, c.start_ns + f.offset_ns, c.end_ns + f.offset_ns, c.external_id,
+       SELECT :run_id, c.name, c.start_ns + f.offset_ns, c.end_ns + f.offset_ns,
+              c.external_id + f.external_offset,
               c.tid, c.pid, c.input_types, c.input_dims
        FROM tk_cpu_op c JOIN tk_file f ON f.file_index = c.file_index""",
     """INSERT INTO nvtx_ranges (run_id, kind, start_ns, end_ns, text, domain, global_tid,
