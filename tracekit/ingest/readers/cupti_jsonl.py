@@ -84,6 +84,9 @@ from tracekit.ingest.staging import StageTable
 from tracekit.ingest.trace_rows import FileState, TraceRows, dump_json, int_or_none
 
 FORMAT_NAME = "tracekit-cupti"
+#: kernel record fields copied into kernels, in tk_kernel column order
+KERNEL_INT_FIELDS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                     "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")
 #: the record format version this module writes about; readers refuse newer ones
 FORMAT_VERSION = 1
 
@@ -177,10 +180,10 @@ class CuptiReader(TraceRows):
         get = r.get
         self.stage["tk_kernel"].add((
             state.index, self.kernel_key(str(r["name"])), device, int_or_none(get("streamId")),
-            int(r["start"]), int(r["end"]), get("gridX"), get("gridY"), get("gridZ"),
-            get("blockX"), get("blockY"), get("blockZ"), get("registersPerThread"),
-            get("staticSharedMemory"), get("dynamicSharedMemory"),
-            int_or_none(get("correlationId")), None, get("graphNodeId"), get("graphId")))
+            int(r["start"]), int(r["end"]),
+            *(int_or_none(get(field)) for field in KERNEL_INT_FIELDS),
+            int_or_none(get("correlationId")), None, int_or_none(get("graphNodeId")),
+            int_or_none(get("graphId"))))
 
     def _api(self, state: FileState, r: dict[str, Any]) -> None:
         pid, tid = int_or_none(r.get("processId")), int_or_none(r.get("threadId"))

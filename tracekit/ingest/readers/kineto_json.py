@@ -220,8 +220,8 @@ class KinetoReader(TraceRows):
         return start, start + (round(dur * 1000) if type(dur) is float else to_ns(dur))
 
     def _kernel(self, state: FileState, event: dict[str, Any]) -> None:
-        args = event.get("args") or _NO_ARGS
-        key = self.kernel_key(event.get("name") or "<unnamed kernel>")
+        args = _args(event)
+        key = self.kernel_key(_name(event, "<unnamed kernel>"))
         start, end = self._times(event)
         get = args.get
         # device, stream, correlation, registers, shared memory, External id, graph node/id
@@ -267,7 +267,7 @@ class KinetoReader(TraceRows):
         self.pending.clear()
 
     def _memory(self, state: FileState, event: dict[str, Any], kind: str) -> None:
-        args = event.get("args") or _NO_ARGS
+        args = _args(event)
         keys = self.keys
         start, end = self._times(event)
         device = as_int(pick(args, keys.device))
@@ -287,8 +287,8 @@ class KinetoReader(TraceRows):
         self._memory(state, event, "memset")
 
     def _api(self, state: FileState, event: dict[str, Any], kind: str) -> None:
-        args = event.get("args") or _NO_ARGS
-        name = event.get("name") or ""
+        args = _args(event)
+        name = _name(event, "")
         key = self.api_key(name)
         if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
             kind = "driver"  # legacy traces file driver calls under "Runtime"
@@ -304,12 +304,12 @@ class KinetoReader(TraceRows):
         self._api(state, event, "driver")
 
     def _cpu_op(self, state: FileState, event: dict[str, Any]) -> None:
-        args = event.get("args") or _NO_ARGS
+        args = _args(event)
         keys = self.keys
         pid, tid = self._cpu_ids(state.cpu_pids, event)
         start, end = self._times(event)
         self.stage["tk_cpu_op"].add((
-            state.index, event.get("name") or "", start, end,
+            state.index, _name(event, ""), start, end,
             as_int(pick(args, keys.external_id)) or None, tid, pid,
             self._types_json(pick(args, keys.input_types)),
             _dims_json(pick(args, keys.input_dims))))
@@ -317,7 +317,7 @@ class KinetoReader(TraceRows):
     def _annotation(self, state: FileState, event: dict[str, Any]) -> None:
         pid, tid = self._cpu_ids(state.cpu_pids, event)
         start, end = self._times(event)
-        self.stage["tk_range"].add((state.index, "push_pop", start, end, event.get("name"),
+        self.stage["tk_range"].add((state.index, "push_pop", start, end, _name(event, ""),
                                     None, tid, pid))
 
     def _cpu_ids(self, counts: Counter[int], event: dict[str, Any]
@@ -378,6 +378,18 @@ def _dims(values: Any) -> tuple[int | None, int | None, int | None]:
         return None, None, None
     padded = [int_or_none(v) for v in values[:3]] + [None] * (3 - min(len(values), 3))
     return padded[0], padded[1], padded[2]
+
+
+def _args(event: dict[str, Any]) -> dict[str, Any]:
+    args = event.get("args")
+    return args if type(args) is dict else _NO_ARGS
+
+
+def _name(event: dict[str, Any], default: str) -> str:
+    name = event.get("name")
+    if type(name) is str:
+        return name or default
+    return default if name is None else str(name)
 
 
 def _dims_json(dims: Any) -> str | None:
