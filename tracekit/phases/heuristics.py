@@ -188,7 +188,7 @@ def attribute(connection: Connection, run_id: int, ranges: int = 0,
     _drop(connection)
     used = ", ".join(sorted(counts))
     return PhaseReport(method="heuristic",
-                       message=f"{no_markers}; phases inferred from kernel families ({used}) "
+                       message=f"{no_markers}; phases inferred from kernel evidence ({used}) "
                        "— heuristic, not measured",
                        steps={str(k): int(v) for k, v in steps.items()},
                        kernels_heuristic=kernels, signals=counts)
