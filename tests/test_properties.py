@@ -12,7 +12,8 @@ format has (SQL rows and tables, JSON values, CSV cells, TOML lines) and then, s
 the byte level (flips, truncation).
 
 How many inputs: ``HYPOTHESIS_PROFILE`` picks ``dev`` (default, a few hundred per reader),
-``ci`` (10,000 per reader; also chosen when ``CI`` is set) or ``fuzz`` (100,000).
+``ci`` (10,000 per reader; also chosen when ``CI`` is set) or ``fuzz`` (100,000);
+``TRACEKIT_PROPERTY_EXAMPLES=N`` overrides the count.
 ``TRACEKIT_FUZZ_STRICT=1`` also fails on reader exceptions that the pipeline turned into
 one-line ``UnexpectedContent`` errors (the contract holds for users, but each is a bug).
 """
@@ -49,7 +50,7 @@ STRICT = os.environ.get("TRACEKIT_FUZZ_STRICT") == "1"
 
 _EXAMPLES = {"dev": 300, "ci": 10_000, "fuzz": 100_000}
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
-EXAMPLES = _EXAMPLES.get(PROFILE, _EXAMPLES["dev"])
+EXAMPLES = int(os.environ.get("TRACEKIT_PROPERTY_EXAMPLES") or _EXAMPLES.get(PROFILE, 300))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -134,11 +135,9 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     else:
         folder = tmp_path_factory.mktemp("fuzz")
     store = open_store(str(folder / "store.db"))
-    saved, tempfile.tempdir = tempfile.tempdir, str(folder)  # the pipeline's scratch folders
     try:
         yield Harness(store, folder)
     finally:
-        tempfile.tempdir = saved
         store.dispose()
         if folder.parent == shm:
             shutil.rmtree(folder, ignore_errors=True)
@@ -695,3 +694,22 @@ def test_regression_table_name_not_utf8(harness: Harness, nsys_base: bytes) -> N
         from tracekit.ingest.detect import detect_file
 
         detect_file(work)
+
+
+def test_regression_blob_strings_are_text(harness: Harness, nsys_base: bytes) -> None:
+    """A BLOB in StringIds became a ``bytes`` kernel name in the store (every consumer
+    expects str): names are read as TEXT."""
+    work = harness.folder / "regression4.sqlite"
+    work.write_bytes(nsys_base)
+    with sqlite3.connect(work) as connection:
+        connection.execute("UPDATE StringIds SET value = CAST(value AS BLOB)")
+        connection.execute("UPDATE NVTX_EVENTS SET text = CAST(text AS BLOB)")
+    connection.close()
+    result = harness.ingest(work.read_bytes(), ".sqlite")
+    assert result is not None
+    with harness.store.connect() as connection:
+        kinds = set(connection.execute(text(
+            "SELECT typeof(name) FROM kernel_names WHERE run_id = :r UNION "
+            "SELECT typeof(text) FROM nvtx_ranges WHERE run_id = :r AND text IS NOT NULL"),
+            {"r": result.run_id}).scalars())
+    assert kinds == {"text"}

@@ -111,8 +111,9 @@ def ingest(ctx: IngestContext) -> SourceInfo:
 
 
 def _string_lookup(schema: SourceSchema, key_sql: str) -> str:
+    """SQL for the string with id ``key_sql``; always TEXT (a damaged file may hold BLOBs)."""
     strings = schema.table("strings")
-    return f'(SELECT value FROM src."{strings}" WHERE id = {key_sql})'
+    return f'(SELECT CAST(value AS TEXT) FROM src."{strings}" WHERE id = {key_sql})'
 
 
 def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
@@ -277,9 +278,9 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
         for kind, ids in types.items()
     )
     wanted = ", ".join(str(i) for ids in types.values() for i in ids)
-    text_expr = "e.text"
+    text_expr = "CAST(e.text AS TEXT)"
     if "textId" in present:
-        text_expr = f"COALESCE(e.text, {_string_lookup(schema, 'e.textId')})"
+        text_expr = f"COALESCE(CAST(e.text AS TEXT), {_string_lookup(schema, 'e.textId')})"
     if "domainId" in present:
         domain_expr = f"""(SELECT MIN(d.text) FROM src."{nvtx}" AS d
                            WHERE d.eventType = 75 AND d.domainId = e.domainId
@@ -302,7 +303,8 @@ def _copy_processes_and_threads(schema: SourceSchema, params: dict[str, Any]) ->
     if schema.has("processes") and {"globalPid", "pid", "name"} <= schema.columns("processes"):
         schema.copier.copy(
             "processes", ("run_id", "global_pid", "pid", "name"),
-            f'SELECT :run_id, globalPid, pid, name FROM src."{schema.table("processes")}"',
+            f'SELECT :run_id, globalPid, pid, CAST(name AS TEXT) '
+            f'FROM src."{schema.table("processes")}"',
             params)
     if schema.has("threads") and {"nameId", "globalTid"} <= schema.columns("threads"):
         schema.copier.copy(
