@@ -29,6 +29,7 @@ from tracekit.capture import backends, engines, nsys, procs
 from tracekit.capture.cupti_runner import JsonLinesWriter
 from tracekit.capture.lifecycle import StopPolicy, Supervisor
 from tracekit.cli import cli
+from tracekit.ingest.convert import find_nsys, find_qdstrm_importer
 
 STEPS = [("execute_context_1(16)_generation_0(0)", 2), ("execute_context_0(0)_generation_4(4)", 3)]
 
@@ -59,7 +60,7 @@ def nvtx_recordable() -> bool:
 
 
 _skip_without_nsys = pytest.mark.skipif(
-    nsys.find_nsys() is None or nsys.find_importer() is None or not nvtx_recordable(),
+    find_nsys() is None or find_qdstrm_importer() is None or not nvtx_recordable(),
     reason="needs nsys with QdstrmImporter and nvtx==0.2.10")
 
 

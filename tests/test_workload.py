@@ -20,10 +20,11 @@ from types import ModuleType
 
 import pytest
 
-from tracekit.capture import nsys, procs
+from tracekit.capture import procs
 from tracekit.capture.engines import PRESETS
 from tracekit.capture.workload import Driver, LoadSpec, load_spec, make_prompt
 from tracekit.errors import InputError
+from tracekit.ingest.convert import find_nsys, find_qdstrm_importer
 
 HERE = Path(__file__).resolve().parent
 
@@ -163,7 +164,7 @@ def test_load_files_and_presets(tmp_path: Path) -> None:
 
 
 @pytest.mark.nsys
-@pytest.mark.skipif(nsys.find_nsys() is None or nsys.find_importer() is None,
+@pytest.mark.skipif(find_nsys() is None or find_qdstrm_importer() is None,
                     reason="needs nsys with QdstrmImporter")
 def test_audit_drives_the_server_then_stops_it_gracefully(tmp_path: Path) -> None:
     with socket.socket() as probe:
