@@ -114,11 +114,6 @@ def nsys_version(nsys: Path) -> str | None:
     return match.group(1) if match else (out.strip() or None)
 
 
-def find_importer() -> Path | None:
-    """QdstrmImporter, as the ingest side finds it (along nsys's symlink chain)."""
-    return find_qdstrm_importer()
-
-
 def finish_outputs(output_base: Path, notes: list[str]) -> list[Path]:
     """The reports nsys wrote, importing left-over ``.qdstrm`` files into ``.nsys-rep``.
 
@@ -148,7 +143,7 @@ def _finish_one(base: Path, notes: list[str]) -> Path | None:
         return report
     if not stream.exists():
         return None
-    importer = find_importer()
+    importer = find_qdstrm_importer()
     if importer is None:
         notes.append(f"nsys left {stream.name} and QdstrmImporter was not found; "
                      "analyzing needs it (set TRACEKIT_QDSTRM_IMPORTER)")
