@@ -1,0 +1,60 @@
+"""The layout promises of DESIGN.md: data folders hold data, every command has help, the
+README quick start is two commands and CI runs the README's test command."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracekit.cli import COMMANDS, cli
+from tracekit.ingest.spec import builtin_specs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("folder", ["parsers", "rules"])
+def test_data_folders_hold_no_python_but_their_docstring_init(folder):
+    python = sorted(p.name for p in (REPO / folder).glob("*.py"))
+    assert python == ["__init__.py"]
+    source = (REPO / folder / "__init__.py").read_text()
+    assert source.strip().startswith('"""') and source.count("\n") <= 2
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help(command):
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and "tracekit, version" in result.output
+
+
+def test_every_parser_spec_names_a_reader_that_exists():
+    converters = {"nsys_rep", "qdstrm"}
+    for spec in builtin_specs():
+        if spec.reader in converters:
+            continue
+        module = importlib.import_module(f"tracekit.ingest.readers.{spec.reader}")
+        assert callable(module.ingest), spec.id
+
+
+def test_readme_quick_start_is_two_commands_and_ci_runs_the_test_command():
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```\n(.*?)```", section, flags=re.S)
+    commands = [line for block in blocks for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2, commands
+    install_and_run, install_and_test = commands
+    assert install_and_run.startswith("pip install .") and "examples/" in install_and_run
+    assert install_and_test.startswith("pip install -e '.[test]'")
+    test_command = install_and_test.split("&&", 1)[1].strip()
+    assert test_command in (REPO / ".ci" / "run").read_text()
+    script = install_and_run.split("&&", 1)[1].strip().split()[-1]
+    assert (REPO / script).is_file()
