@@ -566,16 +566,18 @@ TOML_VALUES = st.one_of(
 )
 
 
-def rule_texts() -> list[str]:
+def rule_texts() -> list[tuple[str, str]]:
+    """(file stem, text) of a few real rule files: the id must equal the file name."""
     if not RULES_DIR.is_dir():
         return []
-    return [path.read_text(encoding="utf-8")
-            for path in sorted(RULES_DIR.glob("[!_]*.toml"))[:6]]
+    return [(path.stem, path.read_text(encoding="utf-8"))
+            for path in sorted(RULES_DIR.glob("[!_]*.toml"))[:8]]
 
 
 @st.composite
-def rule_file(draw: st.DrawFn, bases: list[str]) -> bytes:
-    lines = draw(st.sampled_from(bases)).splitlines()
+def rule_file(draw: st.DrawFn, bases: list[tuple[str, str]]) -> tuple[str, bytes]:
+    stem, base = draw(st.sampled_from(bases))
+    lines = base.splitlines()
     for _ in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(["value", "value", "drop", "dup", "insert"]))
         index = draw(st.integers(0, max(len(lines) - 1, 0)))
@@ -590,13 +592,25 @@ def rule_file(draw: st.DrawFn, bases: list[str]) -> bytes:
             lines.insert(index, lines[index])
         else:
             lines.insert(index, draw(st.sampled_from(
-                ["[", "[rule]", "[[examples]]", "x = ", 'id = "dup"', "= 1", "\x00", "\ufeff"])))
-    return draw(damages).apply("\n".join(lines).encode("utf-8", "surrogatepass"))
+                ["[", "[rule]", "[[example]]", "x = ", 'id = "dup"', "= 1", "\x00", "\ufeff"])))
+    return stem, draw(damages).apply("\n".join(lines).encode("utf-8", "surrogatepass"))
 
 
 @pytest.fixture(scope="module")
-def rule_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("rules")
+def rule_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder for the fuzzed rule file, with the built-in rules reduced to their tables.
+
+    Loading all built-in rules costs ~25 ms per input; the shared tables and vocabulary
+    (``_*.toml``) that rule files refer to cost ~1 ms, so 10^4 inputs fit in CI.
+    """
+    from tracekit.classify import loader
+
+    tables = tmp_path_factory.mktemp("rule-tables")
+    for path in RULES_DIR.glob("_*.toml"):
+        shutil.copy(path, tables / path.name)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loader, "builtin_dir", lambda: tables)
+        yield tmp_path_factory.mktemp("rules")
 
 
 RULE_BASES = rule_texts()
@@ -604,12 +618,14 @@ RULE_BASES = rule_texts()
 
 @pytest.mark.skipif(not RULE_BASES, reason="rules/ folder not found")
 @SETTINGS
-@given(data=st.data())
-def test_rule_loader(rule_folder: Path, data: st.DataObject) -> None:
+@given(rule=rule_file(RULE_BASES))
+def test_rule_loader(rule_folder: Path, rule: tuple[str, bytes]) -> None:
     from tracekit.classify import classify_names, load_ruleset
 
-    content = data.draw(rule_file(RULE_BASES))
-    (rule_folder / "fuzzed.toml").write_bytes(content)
+    stem, content = rule
+    for old in rule_folder.glob("*.toml"):
+        old.unlink()
+    (rule_folder / f"{stem}.toml").write_bytes(content)
     faulthandler.dump_traceback_later(HANG_S, exit=True)
     try:
         try:
@@ -618,10 +634,21 @@ def test_rule_loader(rule_folder: Path, data: st.DataObject) -> None:
             assert "\n" not in error.one_line()
             return
         results = classify_names(["sm90_xmma_gemm_e4m3bf16_bf16f32_f32_tn_n", "a" * 300,
-                                  "void f<__nv_fp8_e4m3>()"], ruleset, arch="sm90")
-        assert len(results) == 3
+                                  "void f<__nv_fp8_e4m3>()", stem], ruleset, arch="sm90")
+        assert len(results) == 4
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def test_rule_bases_load_unchanged(rule_folder: Path) -> None:
+    """The unmutated rule files load through the same path (so the fuzz reaches past ids)."""
+    from tracekit.classify import load_ruleset
+
+    for stem, content in RULE_BASES:
+        for old in rule_folder.glob("*.toml"):
+            old.unlink()
+        (rule_folder / f"{stem}.toml").write_text(content, encoding="utf-8")
+        assert any(rule.id == stem for rule in load_ruleset([rule_folder], use_env=False).rules)
 
 
 if __name__ == "__main__":  # pragma: no cover - e.g. HYPOTHESIS_PROFILE=ci python this.py
@@ -713,3 +740,40 @@ def test_regression_blob_strings_are_text(harness: Harness, nsys_base: bytes) ->
             "SELECT typeof(text) FROM nvtx_ranges WHERE run_id = :r AND text IS NOT NULL"),
             {"r": result.run_id}).scalars())
     assert kinds == {"text"}
+
+
+def test_regression_empty_keyword(rule_folder: Path) -> None:
+    """``keywords = ""`` crashed the keyword prefilter with IndexError; now a RuleFileError."""
+    import re
+
+    from tracekit.classify import load_ruleset
+    from tracekit.errors import RuleFileError
+
+    stem, content = RULE_BASES[0]
+    for old in rule_folder.glob("*.toml"):
+        old.unlink()
+    content = re.sub(r"^keywords = .*$", 'keywords = ""', content, flags=re.MULTILINE)
+    if "keywords" not in content:
+        content = 'keywords = [""]\n' + content
+    (rule_folder / f"{stem}.toml").write_text(content, encoding="utf-8")
+    with pytest.raises(RuleFileError, match="keywords"):
+        load_ruleset([rule_folder], use_env=False)
+
+
+def test_regression_rule_values_of_unforeseen_types(rule_folder: Path) -> None:
+    """``patterns = 1e400`` (TypeError) and a 5,000-character keyword (RecursionError in the
+    keyword index) escaped the rule loader; both are RuleFileErrors now."""
+    import re
+
+    from tracekit.classify import load_ruleset
+    from tracekit.errors import RuleFileError
+
+    stem, content = RULE_BASES[0]
+    for replacement in ("patterns = 1e400", 'keywords = ["' + "a" * 5000 + '"]'):
+        key = replacement.split(" ", 1)[0]
+        changed = re.sub(rf"^{key} = .*$", replacement, content, flags=re.MULTILINE)
+        for old in rule_folder.glob("*.toml"):
+            old.unlink()
+        (rule_folder / f"{stem}.toml").write_text(changed, encoding="utf-8")
+        with pytest.raises(RuleFileError):
+            load_ruleset([rule_folder], use_env=False)

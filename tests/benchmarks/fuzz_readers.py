@@ -26,6 +26,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -82,8 +83,8 @@ def write_seeds(reader: str, folder: Path) -> None:
         (folder / "base.jsonl").write_text(
             "\n".join(json.dumps(record) for record in props.cupti_records()) + "\n")
     else:
-        for index, content in enumerate(props.rule_texts()):
-            (folder / f"rule{index}.toml").write_text(content)
+        for stem, content in props.rule_texts():
+            (folder / f"{stem}.toml").write_text(content)
 
 
 def make_target(reader: str, workdir: Path, strict: bool) -> Callable[[bytes], None]:
@@ -115,7 +116,11 @@ def make_target(reader: str, workdir: Path, strict: bool) -> Callable[[bytes], N
             path.unlink(missing_ok=True)
 
     def load_rules(data: bytes) -> None:
-        (rules / "fuzzed.toml").write_bytes(data)
+        # A rule's id must equal its file name: name the file after the id it declares.
+        found = re.search(rb'^id\s*=\s*"([A-Za-z0-9_.-]{1,60})"', data, re.MULTILINE)
+        for old in rules.glob("*.toml"):
+            old.unlink()
+        (rules / f"{found.group(1).decode() if found else 'fuzzed'}.toml").write_bytes(data)
         try:
             ruleset = load_ruleset([rules], use_env=False)
         except TracekitError:
