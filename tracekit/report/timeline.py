@@ -67,16 +67,21 @@ def timeline_data(connection: Connection, run_id: int,
         return {"total": 0, "tracks": [], "names": [], "kernels": None, "overview": None,
                 "phases": [], "steps": None, "window": None, "t0_ns": 0, "span_ns": 0}
     t0, t_end = int(t0), int(t_end)
-    tracks = _tracks(connection, run_id)
+    overview = None
+    if total > options.kernel_budget:
+        # One scan gives both the overview and the tracks (a separate GROUP BY device,
+        # stream would read 10^7 records a second time).
+        overview, tracks = _overview(connection, run_id, t0, t_end,
+                                     options.overview_row_budget)
+    else:
+        tracks = _tracks(connection, run_id)
     track_index = {(track["device"], track["stream"]): index
                    for index, track in enumerate(tracks)}
+    if overview is not None:
+        overview["track"] = [track_index[key] for key in overview.pop("keys")]
     window_start = _window_start(connection, run_id, t0)
     detail = _detail_window(connection, run_id, t0, window_start, options.kernel_budget,
                             track_index)
-    overview = None
-    if total > options.kernel_budget:
-        overview = _overview(connection, run_id, t0, t_end, len(tracks),
-                             options.overview_row_budget, track_index)
     spans = _phase_spans(connection, run_id, t0, t_end)
     return {
         "total": int(total),
@@ -92,18 +97,25 @@ def timeline_data(connection: Connection, run_id: int,
     }
 
 
+def _track_label(device: Any, stream: Any) -> str:
+    return (f"GPU {device if device is not None else '?'} · stream "
+            f"{stream if stream is not None else '?'}")
+
+
+def _sort_key(key: tuple[Any, Any]) -> tuple[int, int]:
+    device, stream = key
+    return (-1 if device is None else int(device), -1 if stream is None else int(stream))
+
+
 def _tracks(connection: Connection, run_id: int) -> list[dict[str, Any]]:
     """One track per (device, stream), in device then stream order."""
-    rows = connection.execute(text(
+    rows = sorted(connection.execute(text(
         "SELECT device, stream, COUNT(*), SUM(end_ns - start_ns) FROM kernels "
-        "WHERE run_id = :r GROUP BY device, stream ORDER BY device, stream"), {"r": run_id})
-    tracks = []
-    for device, stream, count, busy in rows:
-        label = f"GPU {device if device is not None else '?'} · stream " \
-                f"{stream if stream is not None else '?'}"
-        tracks.append({"device": device, "stream": stream, "label": label,
-                       "kernels": int(count), "busy_ns": int(busy or 0)})
-    return tracks
+        "WHERE run_id = :r GROUP BY device, stream"), {"r": run_id}).all(),
+        key=lambda row: _sort_key((row[0], row[1])))
+    return [{"device": device, "stream": stream, "label": _track_label(device, stream),
+             "kernels": int(count), "busy_ns": int(busy or 0)}
+            for device, stream, count, busy in rows]
 
 
 def _window_start(connection: Connection, run_id: int, t0: int) -> int:
@@ -172,27 +184,47 @@ def bucket_count(track_count: int, row_budget: int) -> int:
     return max(MIN_BUCKETS, min(MAX_BUCKETS, row_budget // max(1, 4 * track_count)))
 
 
-def _overview(connection: Connection, run_id: int, t0: int, t_end: int, track_count: int,
-              row_budget: int, track_index: dict[tuple[Any, Any], int]) -> dict[str, Any]:
-    """Busy nanoseconds per track × group × time bucket, aggregated in the database."""
-    buckets = bucket_count(track_count, row_budget)
-    width = max(1, -(-(t_end - t0) // buckets))
+def _overview(connection: Connection, run_id: int, t0: int, t_end: int, row_budget: int
+              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Busy nanoseconds per track × group × time bucket, aggregated in the database.
+
+    The database groups into ``MAX_BUCKETS`` buckets; when many tracks would make that too
+    many rows for the page, buckets are merged here (over the few aggregated rows, never the
+    records). Returns the overview (rows keyed by (device, stream) in ``keys``) and the tracks.
+    """
+    width = max(1, -(-(t_end - t0) // MAX_BUCKETS))
     rows = connection.execute(text(
         f"SELECT k.device, k.stream, {GROUP_SQL} AS grp, (k.start_ns - :t0) / :width AS bucket, "
         "COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k LEFT JOIN classifications c "
         "ON c.run_id = k.run_id AND c.name_id = k.name_id WHERE k.run_id = :r "
         "GROUP BY k.device, k.stream, grp, bucket"),
         {"r": run_id, "t0": t0, "width": width}).all()
-    groups: dict[str, int] = {}
-    columns: dict[str, list[int]] = {"track": [], "group": [], "bucket": [], "count": [],
-                                     "busy_ns": []}
+    per_track: dict[tuple[Any, Any], list[int]] = defaultdict(lambda: [0, 0])
+    for device, stream, _group, _bucket, count, busy in rows:
+        totals = per_track[(device, stream)]
+        totals[0] += int(count)
+        totals[1] += int(busy or 0)
+    tracks = [{"device": key[0], "stream": key[1], "label": _track_label(*key),
+               "kernels": totals[0], "busy_ns": totals[1]}
+              for key, totals in sorted(per_track.items(), key=lambda kv: _sort_key(kv[0]))]
+    factor = -(-MAX_BUCKETS // bucket_count(len(tracks), row_budget))
+    merged: dict[tuple[Any, Any, str, int], list[int]] = defaultdict(lambda: [0, 0])
     for device, stream, group, bucket, count, busy in rows:
-        columns["track"].append(track_index[(device, stream)])
+        cell = merged[(device, stream, group, int(bucket) // factor)]
+        cell[0] += int(count)
+        cell[1] += int(busy or 0)
+    groups: dict[str, int] = {}
+    columns: dict[str, list[Any]] = {"keys": [], "group": [], "bucket": [], "count": [],
+                                     "busy_ns": []}
+    for (device, stream, group, bucket), (count, busy) in merged.items():
+        columns["keys"].append((device, stream))
         columns["group"].append(groups.setdefault(group, len(groups)))
-        columns["bucket"].append(int(bucket))
-        columns["count"].append(int(count))
-        columns["busy_ns"].append(int(busy or 0))
-    return {"bucket_ns": width, "buckets": buckets, "groups": list(groups), **columns}
+        columns["bucket"].append(bucket)
+        columns["count"].append(count)
+        columns["busy_ns"].append(busy)
+    overview = {"bucket_ns": width * factor, "buckets": -(-MAX_BUCKETS // factor),
+                "groups": list(groups), **columns}
+    return overview, tracks
 
 
 def _phase_spans(connection: Connection, run_id: int, t0: int, t_end: int
