@@ -125,12 +125,12 @@ def check_run_is_whole(store: Store, run_id: int) -> None:
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
-    """One store for all inputs; in memory-backed /dev/shm when there is one (10^4 inputs
+    """One store for all inputs; in memory-backed /dev/shm when it has room (10^4 inputs
     each write a file and commit a transaction: disk I/O would dominate)."""
     import tempfile
 
     shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
         folder = Path(tempfile.mkdtemp(prefix="tracekit-props-", dir=shm))
     else:
         folder = tmp_path_factory.mktemp("fuzz")

@@ -55,7 +55,11 @@ class FilesystemUnavailable(Exception):
 def _mount(*args: str) -> None:
     import subprocess
 
-    completed = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
+    try:
+        completed = subprocess.run(["mount", *args], capture_output=True, text=True,
+                                   check=False)
+    except OSError as exc:  # no mount command in a slim container
+        raise FilesystemUnavailable(f"mount: {exc}") from None
     if completed.returncode != 0:
         raise FilesystemUnavailable(f"mount {' '.join(args)}: {completed.stderr.strip()}")
 
@@ -63,7 +67,10 @@ def _mount(*args: str) -> None:
 def _umount(path: str) -> None:
     import subprocess
 
-    subprocess.run(["umount", "-l", path], capture_output=True, check=False)
+    try:
+        subprocess.run(["umount", "-l", path], capture_output=True, check=False)
+    except OSError:
+        pass
 
 
 @contextmanager
