@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import assert_one_line_error
 from tracekit.cli import cli
 from tracekit.store import open_store
 
@@ -18,16 +19,6 @@ from tracekit.store import open_store
 def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
-
-
-def assert_one_line_error(code: int, stderr: str, *fragments: str) -> None:
-    assert code == 2, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("tracekit: error: ")
-    assert "Traceback" not in stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture

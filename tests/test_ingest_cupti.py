@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import analyze_bad, ingest_into, query
 from tracekit.cli import cli
-from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers.cupti_jsonl import header_record
-from tracekit.store import open_store
 
 NVJET = "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT"
 FP8 = "sm90_xmma_gemm_e4m3e4m3_bf16f32_f32_tn_n_tilesize128x128x128"
@@ -78,20 +76,6 @@ def raw_truth(path: Path) -> dict[str, int]:
             "runtime": sum(r.get("kind") in ("runtime", "driver") for r in rows)}
 
 
-def query(store_path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(store_path)
-    try:
-        return connection.execute(sql, params).fetchall()
-    finally:
-        connection.close()
-
-
-def ingest_into(store_path: Path, *paths: Path) -> int:
-    store = open_store(str(store_path))
-    try:
-        return ingest(store, list(paths)).run_id
-    finally:
-        store.dispose()
 
 
 @pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
@@ -146,18 +130,6 @@ def test_analysis_runs_on_cupti_records(tmp_path):
 
 
 # -- bad input ------------------------------------------------------------------------------
-
-def analyze_bad(tmp_path: Path, target: Path, *fragments: str) -> None:
-    store = tmp_path / "bad.db"
-    open_store(str(store)).dispose()
-    result = CliRunner().invoke(cli, ["analyze", str(target), "--store", str(store)],
-                                catch_exceptions=False)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in (str(target), *fragments):
-        assert fragment in lines[0], lines[0]
-    assert query(store, "SELECT COUNT(*) FROM runs") == [(0,)]
 
 
 def test_truncated_gzip(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import sqlite3
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import analyze_bad, ingest_into, query
 from tracekit.cli import cli
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers.kineto_json import TopLevelScanner, to_ns
@@ -54,25 +54,11 @@ def raw_truth(path: Path) -> dict[str, Any]:
     }
 
 
-def query(store_path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(store_path)
-    try:
-        return connection.execute(sql, params).fetchall()
-    finally:
-        connection.close()
-
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
-
-def ingest_into(store_path: Path, *paths: Path) -> int:
-    store = open_store(str(store_path))
-    try:
-        return ingest(store, list(paths)).run_id
-    finally:
-        store.dispose()
 
 
 @pytest.mark.parametrize("relative", KINETO_TRACES)
@@ -275,18 +261,6 @@ def test_scanner_finds_keys_after_the_events_array():
 
 
 # -- bad input: one line on stderr, exit 2, no run written --------------------------------
-
-def analyze_bad(tmp_path: Path, target: Path, *fragments: str) -> None:
-    store = tmp_path / "bad.db"
-    open_store(str(store)).dispose()
-    result = CliRunner().invoke(cli, ["analyze", str(target), "--store", str(store)],
-                                catch_exceptions=False)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in (str(target), *fragments):
-        assert fragment in lines[0], lines[0]
-    assert query(store, "SELECT COUNT(*) FROM runs") == [(0,)]
 
 
 def test_truncated_gzip(tmp_path):

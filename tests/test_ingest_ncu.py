@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import csv
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import analyze_bad, ingest_into, query
 from tracekit.cli import cli
-from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers.ncu_csv import parse_value
-from tracekit.store import open_store
 
 REAL = [f"llm-perf-opt/kernel_{n}_ncu.{kind}.csv"
         for n in ("0001", "0003", "0005", "0009", "0013", "0016")
@@ -41,20 +39,6 @@ def raw_truth(path: Path) -> dict[str, Any]:
             "metrics": metrics, "names": {row["Kernel Name"] for row in rows}}
 
 
-def query(store_path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(store_path)
-    try:
-        return connection.execute(sql, params).fetchall()
-    finally:
-        connection.close()
-
-
-def ingest_into(store_path: Path, *paths: Path) -> int:
-    store = open_store(str(store_path))
-    try:
-        return ingest(store, list(paths)).run_id
-    finally:
-        store.dispose()
 
 
 @pytest.mark.parametrize("relative", REAL)
@@ -201,18 +185,6 @@ def test_ncu_rep_is_imported_with_ncu(tmp_path, monkeypatch):
 
 
 # -- bad input ------------------------------------------------------------------------------
-
-def analyze_bad(tmp_path: Path, target: Path, *fragments: str) -> None:
-    store = tmp_path / "bad.db"
-    open_store(str(store)).dispose()
-    result = CliRunner().invoke(cli, ["analyze", str(target), "--store", str(store)],
-                                catch_exceptions=False)
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    for fragment in (str(target), *fragments):
-        assert fragment in lines[0], lines[0]
-    assert query(store, "SELECT COUNT(*) FROM runs") == [(0,)]
 
 
 def test_csv_of_another_tool(tmp_path):

@@ -1,0 +1,52 @@
+"""Small helpers shared by the ingest and bad-input tests."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from tracekit.cli import cli
+from tracekit.ingest.pipeline import ingest
+from tracekit.store import open_store
+
+
+def query(store_path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of one SQL statement over a SQLite store file."""
+    connection = sqlite3.connect(store_path)
+    try:
+        return connection.execute(sql, params).fetchall()
+    finally:
+        connection.close()
+
+
+def ingest_into(store_path: Path, *paths: Path) -> int:
+    """Ingest ``paths`` as one run into the store at ``store_path``; its run id."""
+    store = open_store(str(store_path))
+    try:
+        return ingest(store, list(paths)).run_id
+    finally:
+        store.dispose()
+
+
+def assert_one_line_error(code: int, stderr: str, *fragments: str) -> None:
+    """Exit 2, exactly one ``tracekit: error:`` line holding every fragment, no traceback."""
+    assert code == 2, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("tracekit: error: ")
+    assert "Traceback" not in stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def analyze_bad(tmp_path: Path, target: Path, *fragments: str) -> None:
+    """``tracekit analyze target`` fails with one line naming it, and writes no run."""
+    store = tmp_path / "bad.db"
+    open_store(str(store)).dispose()
+    result = CliRunner().invoke(cli, ["analyze", str(target), "--store", str(store)],
+                                catch_exceptions=False)
+    assert_one_line_error(result.exit_code, result.stderr, str(target), *fragments)
+    assert query(store, "SELECT COUNT(*) FROM runs") == [(0,)]
