@@ -21,7 +21,7 @@ from tracekit.aggregate import refresh_kernel_groups
 from tracekit.ingest.pipeline import ingest
 from tracekit.phases.heuristics import load_signals
 from tracekit.phases.markers import check_examples, load_markers, parse_marker_file
-from tracekit.phases.stage import PhaseReport, attribute_phases
+from tracekit.phases.stage import IngestTimeSteps, PhaseReport, attribute_phases
 from tracekit.report.document import kernels, phase_attribution, phases
 from tracekit.store.db import Store, open_store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
@@ -89,8 +89,19 @@ def store_of(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callabl
             store.dispose()
 
 
+#: Runs whose kernels got their steps during ingest (IngestTimeSteps); analyze() completes them.
+ATTRIBUTED_AT_INGEST: set[tuple[int, int]] = set()
+
+
+@pytest.fixture(autouse=True, params=["stage", "ingest"])
+def attribution(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every scenario twice: attributed by the stage's UPDATE, and while ingest copies kernels
+    (what `tracekit analyze` does). Both must give the same truth."""
+    yield request.param
+
+
 def build_and_ingest(tmp_path: Path, scenario: Scenario, name: str = "trace.sqlite",
-                     edit: Any = None, store_of: Callable[[], Store] | None = None
+                     edit: Any = None, store_of: Callable[[], Store] | None = None,
                      ) -> tuple[Store, int]:
     path = write_scenario(scenario, tmp_path / name)
     if edit is not None:
@@ -99,7 +110,21 @@ def build_and_ingest(tmp_path: Path, scenario: Scenario, name: str = "trace.sqli
             edit(connection)
         connection.close()
     store = store_of() if store_of is not None else new_store(tmp_path)
-    return store, ingest(store, [path]).run_id
+    at_ingest = MODE["attribution"] == "ingest"
+    result = ingest(store, [path], step_attribution=IngestTimeSteps() if at_ingest else None)
+    if result.steps_attributed:
+        ATTRIBUTED_AT_INGEST.add((id(store), result.run_id))
+    return store, result.run_id
+
+
+MODE = {"attribution": "stage"}
+
+
+@pytest.fixture(autouse=True)
+def _record_mode(attribution: str) -> Iterator[None]:
+    MODE["attribution"] = attribution
+    yield
+    MODE["attribution"] = "stage"
 
 
 def classify(connection: Any, run_id: int) -> None:
@@ -117,7 +142,9 @@ def analyze(store: Store, run_id: int) -> tuple[PhaseReport, dict[str, Any], dic
         if not connection.execute(text("SELECT 1 FROM classifications WHERE run_id = :r"),
                                   {"r": run_id}).first():
             classify(connection, run_id)
-        report = attribute_phases(connection, run_id)
+        from_ingest = (id(store), run_id) in ATTRIBUTED_AT_INGEST
+        ATTRIBUTED_AT_INGEST.discard((id(store), run_id))  # a second analyze re-runs it all
+        report = attribute_phases(connection, run_id, steps_from_ingest=from_ingest)
         refresh_kernel_groups(connection, run_id)  # the document reads per-phase groups
         table = phases(connection, run_id, kernels(connection, run_id))
         how = phase_attribution(connection, run_id, table)

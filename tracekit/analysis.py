@@ -47,15 +47,23 @@ class AnalysisResult:
 
 def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> AnalysisResult:
     """Ingest ``paths`` (or find them in the store) and run every analysis stage."""
+    from tracekit.phases.stage import IngestTimeSteps
+
     ingested: IngestResult = ingest(store, paths, work_dir=options.work_dir,
                                     allow_no_kernels=options.allow_no_kernels,
-                                    label=options.label)
-    document = run_stages(store, ingested.run_id, options)
+                                    label=options.label, step_attribution=IngestTimeSteps())
+    document = run_stages(store, ingested.run_id, options,
+                          steps_from_ingest=ingested.steps_attributed and not ingested.existing)
     return AnalysisResult(ingested.run_id, ingested.existing, document)
 
 
-def run_stages(store: Store, run_id: int, options: AnalysisOptions) -> dict[str, Any]:
-    """Classification, phases and findings for one run, in one transaction."""
+def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
+               steps_from_ingest: bool = False) -> dict[str, Any]:
+    """Classification, phases and findings for one run, in one transaction.
+
+    ``steps_from_ingest``: the ingest just made the marker steps and attributed kernels to
+    them as it copied them; the phases stage only completes that work.
+    """
     from tracekit.aggregate import refresh_kernel_groups
     from tracekit.classify import load_ruleset
     from tracekit.classify.stage import classify_run
@@ -73,7 +81,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions) -> dict[str,
                 "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
         classify_run(connection, run_id, ruleset, arch=arch)
-        attribute_phases(connection, run_id)
+        attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest)
         refresh_kernel_groups(connection, run_id)
         evaluate_run(connection, run_id, declaration=expectations.declaration, gpu_arch=arch,
                      log_evidence=expectations.log_evidence,

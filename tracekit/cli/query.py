@@ -64,7 +64,7 @@ def _write_json(columns: list[str], batches: Any) -> None:
         for row in batch:
             out.write("\n  " if first else ",\n  ")
             first = False
-            out.write(json.dumps(dict(zip(columns, map(_cell, row))), default=str,
+            out.write(json.dumps(dict(zip(columns, map(_cell, row), strict=True)), default=str,
                                  ensure_ascii=False))
     out.write("\n]\n" if not first else "]\n")
 
@@ -78,7 +78,7 @@ def _write_table(columns: list[str], rows: list[tuple[Any, ...]]) -> None:
               for i, c in enumerate(columns)]
 
     def line(values: list[str]) -> str:
-        return "  ".join(v[:w].ljust(w) for v, w in zip(values, widths)).rstrip()
+        return "  ".join(v[:w].ljust(w) for v, w in zip(values, widths, strict=False)).rstrip()
 
     click.echo(line(columns))
     click.echo(line(["-" * w for w in widths]))

@@ -29,7 +29,7 @@ from tracekit.errors import InputError, StoreError
 from tracekit.ingest.bulk import BulkCopier, source_uri
 from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
 from tracekit.ingest.detect import detect_file
-from tracekit.ingest.reader import IngestContext
+from tracekit.ingest.reader import IngestContext, StepAttribution
 from tracekit.ingest.spec import FormatSpec
 from tracekit.store.db import Store
 from tracekit.store.schema import Run
@@ -61,6 +61,7 @@ class IngestResult:
     run_id: int
     existing: bool
     format: str
+    steps_attributed: bool = False
 
 
 def sha256_of(paths: Sequence[Path]) -> str:
@@ -149,8 +150,13 @@ def _ingest_transaction(
 
 
 def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None,
-           allow_no_kernels: bool = False, label: str | None = None) -> IngestResult:
-    """Ingest ``inputs`` as one run, or return the run that already holds them."""
+           allow_no_kernels: bool = False, label: str | None = None,
+           step_attribution: StepAttribution | None = None) -> IngestResult:
+    """Ingest ``inputs`` as one run, or return the run that already holds them.
+
+    ``step_attribution`` lets a reader attribute kernels to engine steps as it copies them
+    (the result says whether it did).
+    """
     files = expand_inputs(inputs)
     spec = detect_inputs(files)
     digest = sha256_of(files)
@@ -172,7 +178,8 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
                 )).inserted_primary_key[0]  # type: ignore[index]
                 ctx = IngestContext(connection=connection, run_id=run_id, spec=spec_read,
                                     paths=readable, display_name=display,
-                                    allow_no_kernels=allow_no_kernels)
+                                    allow_no_kernels=allow_no_kernels,
+                                    step_attribution=step_attribution)
                 if copier is not None:
                     ctx.copier = copier
                 info = reader.ingest(ctx)
@@ -203,7 +210,7 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
         except DBAPIError as exc:
             raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
                              ) from None
-    return IngestResult(int(run_id), False, spec.id)
+    return IngestResult(int(run_id), False, spec.id, steps_attributed=ctx.steps_attributed)
 
 
 def _store_write_error(store: Store, exc: OperationalError) -> Exception:

@@ -10,11 +10,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.spec import FormatSpec
+
+
+class StepAttribution(Protocol):
+    """Optional: attribute kernels to engine steps while copying them (one pass, no UPDATE).
+
+    Implemented by ``tracekit.phases.stage.IngestTimeSteps`` and handed over by the analysis
+    pipeline; readers that copy kernels with one INSERT … SELECT may use it.
+    """
+
+    lookup_table: str
+    lookup_columns: tuple[str, ...]
+
+    def prepare(self, connection: Connection, run_id: int) -> bool: ...
+    def lookup_rows(self, connection: Connection) -> list[tuple[Any, ...]]: ...
+    def join(self, tid: str, start: str, end: str) -> tuple[str, tuple[str, str]]: ...
+    def finish(self, connection: Connection) -> None: ...
 
 
 @dataclass
@@ -28,6 +45,9 @@ class IngestContext:
     display_name: str
     allow_no_kernels: bool = False
     copier: BulkCopier = field(default=None)  # type: ignore[assignment]  # SQLite sources only
+    step_attribution: StepAttribution | None = None
+    #: set by a reader that used ``step_attribution``: kernels already carry their steps
+    steps_attributed: bool = False
 
 
 @dataclass

@@ -61,10 +61,30 @@ def _load_lookup(connection: Connection, select: str, run_id: int) -> None:
         "phase)"))
 
 
-def attribute_by_launch(connection: Connection, run_id: int) -> None:
-    """Set ``kernels.step_id``/``phase`` from launch-time containment on the launching thread."""
+def load_launch_lookup(connection: Connection, run_id: int) -> None:
+    """``tk_phase_steps`` from the run's steps, keyed by launching thread."""
     _load_lookup(connection, "SELECT id, global_tid, start_ns, end_ns, phase FROM steps "
                              "WHERE run_id = :run_id AND global_tid IS NOT NULL", run_id)
+
+
+def launch_step_join(tid: str, start: str, end: str) -> tuple[str, tuple[str, str]]:
+    """SQL to give a kernel being inserted its (step_id, phase), from its launch columns.
+
+    Returns a LEFT JOIN clause and the two column expressions. The same latest-step seek as
+    ``attribute_by_launch`` finds the candidate's rowid (the covering index holds it), one
+    rowid lookup fetches it, and the ON clause checks containment. Readers that copy kernels
+    with one INSERT … SELECT use it instead of an UPDATE that rewrites every kernel row.
+    """
+    seek = (f"SELECT l.rowid FROM tk_phase_steps l WHERE l.global_tid = {tid} "
+            f"AND l.start_ns <= {start} ORDER BY l.start_ns DESC LIMIT 1")
+    join = (f"LEFT JOIN tk_phase_steps AS ps ON ps.rowid = ({seek}) "
+            f"AND ps.end_ns >= COALESCE({end}, {start})")
+    return join, ("ps.id", "ps.phase")
+
+
+def attribute_by_launch(connection: Connection, run_id: int) -> None:
+    """Set ``kernels.step_id``/``phase`` from launch-time containment on the launching thread."""
+    load_launch_lookup(connection, run_id)
     connection.execute(text(f"""
         UPDATE kernels SET (step_id, phase) = ({_STEP_OF_LAUNCH})
         WHERE run_id = :run_id AND launch_start_ns IS NOT NULL

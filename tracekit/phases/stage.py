@@ -22,7 +22,7 @@ from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
 
 #: nvtx_ranges kinds that are never a step's CPU range: points, bookkeeping, and the GPU-side
 #: copies of torch annotations (``gpu_user_annotation`` → ``gpu_range``; the CPU one is the step).
-NON_RANGE_KINDS = ("mark", "domain_create", "gpu_range")
+NON_RANGE_KINDS = ("mark", "domain_create", "domain_destroy", "gpu_range")
 
 
 @dataclass
@@ -47,13 +47,20 @@ class PhaseReport:
 
 
 def attribute_phases(connection: Connection, run_id: int,
-                     markers: MarkerSet | None = None) -> PhaseReport:
-    """Find steps and attribute every kernel of ``run_id`` to one (or leave it unattributed)."""
+                     markers: MarkerSet | None = None, *,
+                     steps_from_ingest: bool = False) -> PhaseReport:
+    """Find steps and attribute every kernel of ``run_id`` to one (or leave it unattributed).
+
+    ``steps_from_ingest``: the reader already made the marker steps and gave each kernel its
+    launch step as it copied them (``prepare_steps``); only the GPU projection, the fallback
+    for kernels without a launch record and the report remain.
+    """
     markers = markers or load_markers()
-    reset(connection, run_id)
+    if not steps_from_ingest:
+        reset(connection, run_id)
     infos = marker_texts(connection, run_id, markers)
     if infos:
-        report = _from_markers(connection, run_id, infos)
+        report = _from_markers(connection, run_id, infos, kernels_attributed=steps_from_ingest)
     else:
         report = heuristics.attribute(connection, run_id, ranges=_range_count(connection, run_id))
     attribute.drop_temp_tables(connection)
@@ -96,8 +103,30 @@ def _range_count(connection: Connection, run_id: int) -> int:
         {"run_id": run_id}).scalar() or 0)
 
 
-def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo]
-                  ) -> PhaseReport:
+def prepare_steps(connection: Connection, run_id: int,
+                  markers: MarkerSet | None = None) -> bool:
+    """Make the run's marker steps before its kernels are copied, and the launch lookup.
+
+    Called by readers that copy kernels in one INSERT … SELECT (nsys): they then select
+    ``attribute.launch_step_join`` for each kernel. Returns False — nothing prepared, the
+    stage will do everything later — when there are no step markers, or when a marker range
+    was never closed (its end is the end of the capture, unknown until kernels are in).
+    """
+    markers = markers or load_markers()
+    infos = marker_texts(connection, run_id, markers)
+    if not infos or connection.execute(text(
+            "SELECT 1 FROM nvtx_ranges WHERE run_id = :run_id AND end_ns IS NULL "
+            "AND kind IN ('push_pop', 'start_end') LIMIT 1"), {"run_id": run_id}).first():
+        return False
+    _load_marker_table(connection, infos)
+    _insert_marker_steps(connection, run_id, {"run_id": run_id, "run_end": None})
+    connection.execute(text("DROP TABLE tk_marker_texts"))
+    attribute.load_launch_lookup(connection, run_id)
+    return True
+
+
+def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo], *,
+                  kernels_attributed: bool = False) -> PhaseReport:
     _load_marker_table(connection, infos)
     params = {"run_id": run_id, "run_end": _capture_end(connection, run_id)}
     kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
@@ -105,6 +134,18 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
         f"SELECT COUNT(*), SUM(CASE WHEN m.phase <> 'idle' THEN 1 ELSE 0 END) "
         f"FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
         f"WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds})"), params).one()
+    if not kernels_attributed:
+        _insert_marker_steps(connection, run_id, params)
+    connection.execute(text("DROP TABLE tk_marker_texts"))
+    if not kernels_attributed:
+        attribute.attribute_by_launch(connection, run_id)
+    return _marker_report(connection, run_id, infos, int(marker_ranges or 0),
+                          int(step_ranges or 0))
+
+
+def _insert_marker_steps(connection: Connection, run_id: int, params: dict[str, Any]) -> None:
+    """One step per outermost marker range that is not idle (needs ``tk_marker_texts``)."""
+    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
     # Open ranges (never popped) end at the end of the capture, as nsys' projection does.
     # A marker range nested in an earlier one on the same thread is the same step marked
     # twice (an engine's marker inside a user's tracekit.mark, say): the outermost range is
@@ -127,8 +168,12 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
              ) AS ranges
         WHERE outer_end IS NULL OR outer_end < end_ns
         ORDER BY global_tid, start_ns, id"""), params)
-    connection.execute(text("DROP TABLE tk_marker_texts"))
-    attribute.attribute_by_launch(connection, run_id)
+
+
+def _marker_report(connection: Connection, run_id: int, infos: dict[str, StepInfo],
+                   marker_ranges: int, step_ranges: int) -> PhaseReport:
+    """GPU projection, the GPU-time fallback for kernels without launch, and the report."""
+    params = {"run_id": run_id}
     by_launch, orphans = attribute.project_to_gpu(connection, run_id)
     in_steps, by_gpu = by_launch, 0
     if orphans:
@@ -139,7 +184,6 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
         "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"), params)}
     engines = sorted({info.engine for info in infos.values()})
     step_total = sum(steps.values())
-    marker_ranges, step_ranges = int(marker_ranges or 0), int(step_ranges or 0)
     message = (f"{step_total:,} steps from {', '.join(engines)} step markers; "
                f"{in_steps:,} kernels attributed")
     if step_total == 0:
@@ -179,3 +223,33 @@ def _load_marker_table(connection: Connection, infos: dict[str, StepInfo]) -> No
           "prefill_tokens": info.prefill_tokens, "decode_tokens": info.decode_tokens,
           "prefill_requests": info.prefill_requests, "decode_requests": info.decode_requests}
          for marker_text, info in infos.items()])
+
+
+class IngestTimeSteps:
+    """Step attribution done while a reader copies kernels (see ``IngestContext``).
+
+    Passed to the ingest by the analysis pipeline, so ``tracekit.ingest`` never imports the
+    phases package: ``prepare`` makes the marker steps once the NVTX ranges are in the
+    store; ``join`` gives SQL for each copied kernel's (step_id, phase); ``finish`` drops
+    the scratch lookup. ``attribute_phases(..., steps_from_ingest=True)`` completes the job.
+    """
+
+    lookup_table = "tk_phase_steps"
+    lookup_columns = ("global_tid", "start_ns", "end_ns", "id", "phase")
+
+    def prepare(self, connection: Connection, run_id: int) -> bool:
+        """Make the steps and the lookup; False when the stage must do it all later."""
+        return prepare_steps(connection, run_id)
+
+    def lookup_rows(self, connection: Connection) -> list[tuple[Any, ...]]:
+        """The lookup's rows, for stores whose kernel SELECT runs on a side connection."""
+        return [tuple(row) for row in connection.execute(text(
+            f"SELECT {', '.join(self.lookup_columns)} FROM {self.lookup_table}"))]
+
+    def join(self, tid: str, start: str, end: str) -> tuple[str, tuple[str, str]]:
+        """A JOIN clause and the (step_id, phase) expressions for a kernel's launch columns."""
+        return attribute.launch_step_join(tid, start, end)
+
+    def finish(self, connection: Connection) -> None:
+        """Drop the scratch lookup."""
+        attribute.drop_temp_tables(connection)

@@ -21,7 +21,7 @@ from typing import Any
 
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
-from tracekit.ingest.reader import IngestContext, SourceInfo
+from tracekit.ingest.reader import IngestContext, SourceInfo, StepAttribution
 
 #: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
 PID_MASK = -16777216
@@ -93,12 +93,23 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         )
     params = {"run_id": ctx.run_id}
     counts: dict[str, int] = {}
+    # NVTX first: with the ranges in the store, engine steps can be made before the kernels
+    # are copied, and each kernel gets its step in the same INSERT … SELECT.
+    counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
     if schema.has("kernel"):
         counts["kernel_names"] = _copy_kernel_names(schema, params)
         counts["runtime_calls"] = _copy_runtime(schema, params) if schema.has("runtime") else 0
-        counts["kernels"] = _copy_kernels(schema, params)
+        steps = ctx.step_attribution if schema.has("runtime") else None
+        if steps is not None and steps.prepare(ctx.connection, ctx.run_id):
+            if not schema.copier.native:
+                schema.copier.mirror_lookup(steps.lookup_table, steps.lookup_columns,
+                                            steps.lookup_rows(ctx.connection))
+            counts["kernels"] = _copy_kernels(schema, params, steps)
+            steps.finish(ctx.connection)
+            ctx.steps_attributed = True
+        else:
+            counts["kernels"] = _copy_kernels(schema, params)
     counts["memory_ops"] = _copy_memory_ops(schema, params)
-    counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
     _copy_processes_and_threads(schema, params)
     _copy_devices(schema, params)
     meta = {"counts": counts, **options}
@@ -228,7 +239,9 @@ KERNEL_TARGETS: Sequence[str] = (
 )
 
 
-def _copy_kernels(schema: SourceSchema, params: dict[str, Any]) -> int:
+def _copy_kernels(schema: SourceSchema, params: dict[str, Any],
+                  steps: StepAttribution | None = None) -> int:
+    """All kernel records in one INSERT … SELECT, with their launch (and step, if given)."""
     kernel = schema.table("kernel")
     selected = ", ".join(schema.expr("kernel", target, "k") for target in KERNEL_TARGETS)
     name_key = (f"COALESCE({schema.expr('kernel', 'name_key', 'k')}, "
@@ -242,6 +255,12 @@ def _copy_kernels(schema: SourceSchema, params: dict[str, Any]) -> int:
         launch_cols = "r.tid, r.s, r.e"
     else:
         launch_join, launch_cols = "", "NULL, NULL, NULL"
+    step_targets: tuple[str, ...] = ()
+    if steps is not None:
+        step_join, step_columns = steps.join("r.tid", "r.s", "r.e")
+        step_targets = ("step_id", "phase")
+        launch_cols += ", " + ", ".join(step_columns)
+        launch_join += "\n" + step_join
     select = f"""
         SELECT :run_id, n.id, {selected}, {launch_cols}
         FROM src."{kernel}" AS k
@@ -250,7 +269,8 @@ def _copy_kernels(schema: SourceSchema, params: dict[str, Any]) -> int:
     """
     return schema.copier.copy(
         "kernels",
-        ("run_id", "name_id", *KERNEL_TARGETS, "global_tid", "launch_start_ns", "launch_end_ns"),
+        ("run_id", "name_id", *KERNEL_TARGETS, "global_tid", "launch_start_ns", "launch_end_ns",
+         *step_targets),
         select, params)
 
 
