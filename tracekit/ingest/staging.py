@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from tracekit.errors import InputError
 from tracekit.ingest.bulk import insert_rows
 
 CHUNK_ROWS = 50_000
@@ -48,11 +49,16 @@ class StageTable:
         """Write the buffered rows with one multi-row insert."""
         if not self.rows:
             return
-        if self._sqlite:
-            # The DBAPI executemany directly: no per-row dict building on the hot path.
-            self.connection.exec_driver_sql(self._insert, self.rows)
-        else:
-            insert_rows(self.connection, self.name, self.columns, self.rows)
+        try:
+            if self._sqlite:
+                # The DBAPI executemany directly: no per-row dict building on the hot path.
+                self.connection.exec_driver_sql(self._insert, self.rows)
+            else:
+                insert_rows(self.connection, self.name, self.columns, self.rows)
+        except OverflowError:
+            raise InputError("trace holds a number that does not fit in 64 bits "
+                             "(an id, time or size)",
+                             hint="the file is damaged or was edited") from None
         self.count += len(self.rows)
         self.rows = []
 

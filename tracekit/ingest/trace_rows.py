@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext
 from tracekit.ingest.staging import StageTable, write_rows
 
@@ -110,8 +111,16 @@ class FileState:
 
     @property
     def base_ns(self) -> int:
+        """``baseTimeNanoseconds`` (0 when absent); a value that is no integer is refused."""
         base = self.header.get("baseTimeNanoseconds")
-        return int(base) if base is not None else 0
+        if base is None:
+            return 0
+        try:
+            return int(base)
+        except (TypeError, ValueError, ArithmeticError):
+            raise InputError(f"{self.path}: baseTimeNanoseconds is not an integer "
+                             f"({str(base)[:40]!r})",
+                             hint="the trace is damaged; export it again") from None
 
     @property
     def main_pid(self) -> int | None:

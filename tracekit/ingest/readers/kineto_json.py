@@ -195,7 +195,7 @@ class KinetoReader(TraceRows):
         if type(event) is not dict:
             return
         cat = event.get("cat")
-        role = self.role_of.get(cat) if cat is not None else None
+        role = self.role_of.get(cat) if type(cat) is str else None
         if role is None:
             if event.get("ph") == "M":
                 self._metadata(event)
@@ -213,11 +213,17 @@ class KinetoReader(TraceRows):
         """Start and end ns. end = ns(ts) + ns(dur): both exact, so their sum is too."""
         ts = event["ts"]
         dur = event.get("dur") or 0
-        if type(ts) is float and -FLOAT_EXACT_US < ts < FLOAT_EXACT_US:
-            start = round(ts * 1000)
-        else:
-            start = to_ns(ts)
-        return start, start + (round(dur * 1000) if type(dur) is float else to_ns(dur))
+        try:
+            if type(ts) is float and -FLOAT_EXACT_US < ts < FLOAT_EXACT_US:
+                start = round(ts * 1000)
+            else:
+                start = to_ns(ts)
+            return start, start + (round(dur * 1000) if type(dur) is float else to_ns(dur))
+        except (TypeError, ArithmeticError, ValueError):
+            raise InputError(
+                f"event {_name(event, '?')[:80]!r} has a ts/dur that is not a number of "
+                f"microseconds ({str(ts)[:40]!r}, {str(dur)[:40]!r})",
+                hint="the trace is damaged or was not written by the torch profiler") from None
 
     def _kernel(self, state: FileState, event: dict[str, Any]) -> None:
         args = _args(event)
@@ -353,7 +359,7 @@ class KinetoReader(TraceRows):
         if not self.store_gpu_ranges:
             return
         start, end = self._times(event)
-        self.stage["tk_range"].add((state.index, "gpu_range", start, end, event.get("name"),
+        self.stage["tk_range"].add((state.index, "gpu_range", start, end, _name(event, ""),
                                     None, None, None))
 
     def _metadata(self, event: dict[str, Any]) -> None:

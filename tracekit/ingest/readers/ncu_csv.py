@@ -182,8 +182,13 @@ class NcuReader:
         columns = self.spec["columns"]
         index = {name: position for position, name in enumerate(header)}
         ident = [(name, index[name]) for name in header if name in self.identity]
-        metric_at, unit_at = index[columns["metric"]], index[columns["unit"]]
-        value_at = index[columns["value"]]
+        missing = [columns[key] for key in ("metric", "value") if columns[key] not in index]
+        if missing:
+            raise InputError(f"ncu details CSV has no {' or '.join(map(repr, missing))} column",
+                             hint="export with `ncu --import FILE --csv --page details`")
+        metric_at, value_at = index[columns["metric"]], index[columns["value"]]
+        # Some exports drop the unit column; values are then stored without a unit.
+        unit_at = index.get(columns["unit"])
         current: Launch | None = None
         current_key: tuple[str, ...] | None = None
         for row in rows:
@@ -201,7 +206,8 @@ class NcuReader:
             value, text_value = parse_value(row[value_at])
             if value is None and text_value is None:
                 continue
-            current.metrics.append((metric, row[unit_at].strip() or None, value, text_value))
+            unit = row[unit_at].strip() or None if unit_at is not None else None
+            current.metrics.append((metric, unit, value, text_value))
         if current is not None:
             yield current
 
