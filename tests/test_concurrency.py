@@ -19,8 +19,14 @@ from sqlalchemy import text
 
 from tracekit.store.db import open_store
 from tracekit.store.testing import FilesystemUnavailable, empty_store_url
-from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, kernel_totals, \
-    write_scenario
+from tracekit.synth.nsys import (
+    KernelSpec,
+    RankSpec,
+    Scenario,
+    StepSpec,
+    kernel_totals,
+    write_scenario,
+)
 
 WRITERS = 4
 

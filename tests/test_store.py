@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import text
 from click.testing import CliRunner
+from sqlalchemy import text
 
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError, StoreSchemaMismatch
@@ -27,8 +27,13 @@ from tracekit.store import db as store_db
 from tracekit.store.db import open_store
 from tracekit.store.runs import delete_runs, list_runs
 from tracekit.store.schema import Base
-from tracekit.store.testing import (FilesystemUnavailable, mountable_folder, postgres_test_url,
-                                    read_only, scratch_postgres_url)
+from tracekit.store.testing import (
+    FilesystemUnavailable,
+    mountable_folder,
+    postgres_test_url,
+    read_only,
+    scratch_postgres_url,
+)
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
 
 RUN_TABLES = [t.name for t in Base.metadata.sorted_tables if "run_id" in t.c]

@@ -7,6 +7,7 @@ rules or with a different ``--model``: their tables are rewritten, never appende
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.errors import TracekitError
 from tracekit.ingest.pipeline import IngestResult, ingest
 from tracekit.report.document import build_document
 from tracekit.store.db import Store
@@ -35,6 +37,11 @@ class AnalysisOptions:
     unknown_threshold: float = 0.2
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def rejudge(self) -> bool:
+        """True when the user gave something that changes the verdict of a stored run."""
+        return bool(self.model or self.expect or self.gpu or self.logs or self.rules_dirs)
+
 
 @dataclass
 class AnalysisResult:
@@ -52,6 +59,17 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> An
     ingested: IngestResult = ingest(store, paths, work_dir=options.work_dir,
                                     allow_no_kernels=options.allow_no_kernels,
                                     label=options.label, step_attribution=IngestTimeSteps())
+    if ingested.existing:
+        if options.label:
+            with store.begin() as connection:
+                connection.execute(text("UPDATE runs SET label = :label WHERE id = :run_id"),
+                                   {"label": options.label, "run_id": ingested.run_id})
+        if not options.rejudge:
+            # The same bytes again and nothing new to judge them by: show what is stored.
+            with store.connect() as connection:
+                document = build_document(connection, ingested.run_id)
+            document["warnings"] = []
+            return AnalysisResult(ingested.run_id, True, document)
     document = run_stages(store, ingested.run_id, options,
                           steps_from_ingest=ingested.steps_attributed and not ingested.existing)
     return AnalysisResult(ingested.run_id, ingested.existing, document)
@@ -83,7 +101,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
         classify_run(connection, run_id, ruleset, arch=arch)
         attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest)
         refresh_kernel_groups(connection, run_id)
-        evaluate_run(connection, run_id, declaration=expectations.declaration, gpu_arch=arch,
+        evaluate_run(connection, run_id, declaration=expectations.declaration,
+                     gpu_arch=expectations.gpu_arch,
                      log_evidence=expectations.log_evidence,
                      unknown_threshold=options.unknown_threshold)
         document = build_document(connection, run_id)
@@ -91,23 +110,46 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     return document
 
 
+#: Run selectors of `tracekit report/diff`; a label spelled like one could never be selected.
+_SELECTOR = re.compile(r"latest|-?\d+")
+
+
+def check_label(label: str | None) -> None:
+    """Refuse labels that `tracekit report RUN` would read as a run id or position."""
+    if label is not None and _SELECTOR.fullmatch(label.strip()):
+        raise TracekitError(f"label {label!r} looks like a run selector (an id, -N or latest)",
+                            hint="choose a label with a letter in it")
+
+
 def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
                     gpu_name: str | None) -> str | None:
     """The architecture the run's GPU has: from the trace, else from ``--gpu``.
 
-    ``--gpu`` fills devices the trace left without an architecture (trimmed exports have no
-    GPU table); it never overrides what the trace says. Returns the run's main arch.
+    Each device's arch is put in the capability table's spelling (an AMD GPU reported as
+    capability 9.4 is gfx942, not "sm94"). ``--gpu`` fills devices whose arch the trace left
+    unknown (trimmed exports have no GPU table); a known arch from the trace is kept (the
+    findings stage weighs ``--gpu`` against it). Returns the run's main arch.
     """
-    if gpu_arch:
-        connection.execute(text(
-            "UPDATE devices SET arch = :arch, arch_source = 'user', "
-            "name = COALESCE(name, :name) WHERE run_id = :run_id AND arch IS NULL"),
-            {"arch": gpu_arch, "name": gpu_name, "run_id": run_id})
-    row = connection.execute(text(
-        "SELECT arch, name FROM devices WHERE run_id = :run_id AND arch IS NOT NULL "
-        "ORDER BY device_index LIMIT 1"), {"run_id": run_id}).first()
-    if row is not None:
+    from tracekit.expect.gpu import device_arch, known_archs
+
+    devices = connection.execute(text(
+        "SELECT id, arch, compute_major, compute_minor, name FROM devices "
+        "WHERE run_id = :run_id ORDER BY device_index, id"), {"run_id": run_id}).all()
+    main: tuple[str, str | None] | None = None
+    for device_id, arch, major, minor, name in devices:
+        resolved = device_arch(arch, major, minor, name)
+        source = None
+        if (resolved is None or resolved not in known_archs()) and gpu_arch:
+            resolved, name, source = gpu_arch, name or gpu_name, "user"
+        if resolved != arch or source:
+            connection.execute(text(
+                "UPDATE devices SET arch = :arch, name = :name, "
+                "arch_source = COALESCE(:source, arch_source) WHERE id = :id"),
+                {"arch": resolved, "name": name, "source": source, "id": device_id})
+        if main is None and resolved:
+            main = (resolved, name)
+    if main is not None:
         connection.execute(text("UPDATE runs SET gpu = :gpu WHERE id = :run_id"),
-                           {"gpu": f"{row[1] or 'GPU'} ({row[0]})", "run_id": run_id})
-        return str(row[0])
+                           {"gpu": f"{main[1] or 'GPU'} ({main[0]})", "run_id": run_id})
+        return main[0]
     return gpu_arch

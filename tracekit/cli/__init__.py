@@ -8,6 +8,7 @@ command that needs it. Every ``TracekitError`` becomes one line on stderr and ex
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -51,13 +52,18 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a closed pipe must surface here, not in click's exit path
+            return result
         except TracekitError as exc:
             fail(exc.one_line(), exc.exit_code)
         except KeyboardInterrupt:
             click.echo("tracekit: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
+            # `tracekit report 1 | head`: the reader left. Not an error (exit 1 is reserved
+            # for --fail-on); point stdout at /dev/null so the exit flush cannot fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from tracekit.cli import fail
 from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json, store_option
 
 
@@ -17,7 +18,7 @@ from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json,
               help="Checkpoint folder, config.json or hf_quant_config.json: what it declares.")
 @click.option("--expect", "expect", default=None, metavar="PATH_WORD",
               help="Declared datatype path when no checkpoint is at hand (fp4, fp8, int8, "
-                   "weight_only, bf16, fp16).")
+                   "weight_only, bf16, fp16, tf32, fp32, fp64).")
 @click.option("--gpu", default=None, metavar="NAME|ARCH",
               help="The GPU when the trace does not say (e.g. 'RTX 5090', sm120).")
 @click.option("--log", "logs", multiple=True, type=click.Path(path_type=Path),
@@ -44,22 +45,36 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
     Example:
       tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
     """
-    from tracekit.analysis import AnalysisOptions
+    from tracekit.analysis import AnalysisOptions, check_label
     from tracekit.analysis import analyze as run_analysis
+    from tracekit.expect.context import load_expectations
     from tracekit.ingest.pipeline import detect_inputs, expand_inputs
 
     # Refuse unreadable inputs before the store is even created.
     detect_inputs(expand_inputs(list(files)))
-    store = open_for(store_url, write=True)
+    check_label(label)
+    if html_path is not None and not html_path.absolute().parent.is_dir():
+        fail(f"cannot write the report {html_path}: folder {html_path.absolute().parent} "
+             "does not exist")
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
                               rules_dirs=rules_dirs, label=label)
+    if fail_on:
+        # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
+        # expectation that cannot be read is bad usage (without it, a warning).
+        problems = load_expectations(options).warnings
+        if problems:
+            fail(f"{problems[0]} (--fail-on needs every --model/--expect/--gpu/--log to be "
+                 "readable)")
+    store = open_for(store_url, write=True)
     result = run_analysis(store, list(files), options)
     document = result.document
     for warning in document.get("warnings", []):
         click.echo(f"tracekit: warning: {warning}", err=True)
     if result.existing:
+        what = ("judged again with the options given" if options.rejudge
+                else "showing the stored analysis")
         click.echo(f"tracekit: {files[0]} is already in the store as run {result.run_id}; "
-                   "showing that run", err=True)
+                   f"{what}", err=True)
     if html_path is not None:
         from tracekit.report.html import write_html
 

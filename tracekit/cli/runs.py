@@ -62,8 +62,9 @@ def runs(store_url: str | None, as_json: bool, delete_ids: tuple[int, ...],
     if not summaries:
         click.echo("no runs yet: tracekit analyze TRACE adds one", err=True)
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from tracekit.report.terminal import PipeSafeConsole
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("id", "when", "source", "format", "GPU", "engine", "model", "kernels",
@@ -79,5 +80,5 @@ def runs(store_url: str | None, as_json: bool, delete_ids: tuple[int, ...],
                       _clip(summary.verdict, VERDICT_WIDTH))
     import sys
 
-    Console(highlight=False, soft_wrap=False,
+    PipeSafeConsole(highlight=False, soft_wrap=False,
             width=None if sys.stdout.isatty() else 200).print(table)

@@ -113,6 +113,25 @@ def arch_from_gpu_name(name: str) -> str | None:
     return _match_name(name)[0]
 
 
+def device_arch(arch: str | None, major: int | None, minor: int | None,
+                name: str | None) -> str | None:
+    """The architecture of a device as a trace describes it, in this table's spelling.
+
+    Readers build ``sm{major}{minor}`` from a compute capability, but ROCm reports gfx942
+    as capability "9.4" (and gfx90a as "9.0"): an AMD name wins over the capability.
+    """
+    if arch:
+        normalized = normalize_arch(arch)
+        if normalized in known_archs():
+            return normalized
+    from_name = arch_from_gpu_name(name) if name else None
+    if from_name and from_name.startswith("gfx"):
+        return from_name
+    if major is not None and minor is not None:
+        return arch_from_capability(major, minor)
+    return from_name or (arch.lower() if arch else None)
+
+
 def short_gpu_name(name: str) -> str:
     """The recognizable part of a product name: "NVIDIA H100 80GB HBM3" → "H100"."""
     return _match_name(name)[1] or name.strip()

@@ -16,12 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from tracekit.expect.checkpoint import Declaration
-from tracekit.expect.gpu import (
-    arch_from_capability,
-    arch_from_gpu_name,
-    known_archs,
-    normalize_arch,
-)
+from tracekit.expect.gpu import arch_from_gpu_name, device_arch, normalize_arch
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.engine import (
     AttentionTime,
@@ -275,27 +270,12 @@ def _devices(connection: Connection, run_id: int) -> tuple[dict[int, str], str |
     archs: dict[int, str] = {}
     name = None
     for row in rows:
-        arch = _device_arch(row.arch, row.compute_major, row.compute_minor, row.name)
+        arch = device_arch(row.arch, row.compute_major, row.compute_minor, row.name)
         if arch:
             archs[row.device_index] = arch
         name = name or row.name
     distinct = set(archs.values())
     return archs, name, distinct.pop() if len(distinct) == 1 else None
-
-
-def _device_arch(
-    arch: str | None, major: int | None, minor: int | None, name: str | None
-) -> str | None:
-    if arch:
-        normalized = normalize_arch(arch)
-        if normalized in known_archs():
-            return normalized
-    from_name = arch_from_gpu_name(name) if name else None
-    if from_name and from_name.startswith("gfx"):
-        return from_name  # ROCm reports gfx942 as capability "9.4" and gfx90a as "9.0"
-    if major is not None and minor is not None:
-        return arch_from_capability(major, minor)
-    return from_name or (arch.lower() if arch else None)
 
 
 def _step_counts(connection: Connection, run_id: int) -> tuple[int, int]:

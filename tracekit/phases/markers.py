@@ -11,7 +11,7 @@ works per unique text, never per range record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -226,8 +226,3 @@ def check_examples(markers: MarkerSet) -> list[str]:
             if marker.parse(text) is not None:
                 problems.append(f"{marker.id}: {text!r} must not match")
     return problems
-
-
-def example_texts(markers: MarkerSet) -> Sequence[str]:
-    """All ``match`` texts (for tests that feed them through SQL prefilters)."""
-    return [example.text for marker in markers.markers for example in marker.matches]

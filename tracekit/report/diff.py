@@ -11,13 +11,12 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from tracekit.report.document import PHASES
 from tracekit.report.palette import path_rank
-from tracekit.report.terminal import PATH_STYLE, SEVERITY_STYLE, format_ns
+from tracekit.report.terminal import PATH_STYLE, SEVERITY_STYLE, PipeSafeConsole, format_ns
 
 DIFF_VERSION = 1
 #: kernels listed per side in "only in A / only in B"
@@ -194,7 +193,7 @@ def _change(value: float) -> Text:
 def render_diff(diff: dict[str, Any], stream: TextIO | None = None) -> None:
     """Print the comparison: headline, per-phase path table, one-sided kernels, findings."""
     out = stream or sys.stdout
-    console = Console(file=out, highlight=False, soft_wrap=False,
+    console = PipeSafeConsole(file=out, highlight=False, soft_wrap=False,
                       width=None if out.isatty() else 140)
     a, b = diff["a"], diff["b"]
     for sentence in diff["headline"]:

@@ -18,9 +18,6 @@ GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 DOCUMENT_VERSION = 1
 
 
-def _rows(connection: Connection, sql: str, **params: Any) -> list[Any]:
-    return list(connection.execute(text(sql), params))
-
 
 def run_header(connection: Connection, run_id: int) -> dict[str, Any]:
     """The ``run`` object: where the data came from."""

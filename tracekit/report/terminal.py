@@ -23,6 +23,17 @@ TOP_KERNELS = 15
 NAME_WIDTH = 90
 
 
+class PipeSafeConsole(Console):
+    """A rich Console that lets a closed pipe (``tracekit report 1 | head``) reach the CLI.
+
+    rich's default answer to a broken pipe is ``SystemExit(1)``, but exit code 1 means "a
+    finding at or above --fail-on"; the CLI turns BrokenPipeError into exit 0 instead.
+    """
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def format_ns(ns: int | float) -> str:
     """Human duration: 1.23 s, 45.6 ms, 789 µs, 12 ns."""
     value = float(ns)
@@ -43,7 +54,7 @@ def _short(name: str, width: int = NAME_WIDTH) -> str:
 
 def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
     """Print the summary of one analysis document."""
-    console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=False,
+    console = PipeSafeConsole(file=stream or sys.stdout, highlight=False, soft_wrap=False,
                       width=None if (stream or sys.stdout).isatty() else 140)
     run = document["run"]
     summary = document["summary"]

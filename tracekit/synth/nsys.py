@@ -17,7 +17,7 @@ Every scenario file written with ``write_scenario`` is synthetic and says so in 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -262,7 +262,3 @@ def kernel_totals(path: Path) -> dict[str, tuple[int, int]]:
     finally:
         connection.close()
 
-
-def steps_of(texts: Sequence[str], kernels: Sequence[KernelSpec]) -> list[StepSpec]:
-    """Convenience: one step per text, each launching the same kernels."""
-    return [StepSpec(text=text, kernels=list(kernels)) for text in texts]
