@@ -39,6 +39,7 @@ from tracekit.store.schema import (
 from tracekit.store.schema import Finding as FindingRow
 
 GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
+# Marks count here: any NVTX event proves the markers reached nsys (nvtx-ranges-lost).
 _RANGE_KINDS = ("push_pop", "start_end", "mark")
 # Type words that, in an attention kernel's name, mean it reads a quantized KV cache
 # (FlashInfer BatchDecode…<__nv_fp8_e4m3, …>, FlashAttention-3 float_e4m3_t, TRT-LLM XQA fp8).

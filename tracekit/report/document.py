@@ -13,6 +13,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.store.schema import NVTX_RANGE_KINDS
+
 PHASES = ("prefill", "decode", "mixed", "unattributed")
 GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 DOCUMENT_VERSION = 1
@@ -154,7 +156,7 @@ def phase_attribution(connection: Connection, run_id: int, per_phase: dict[str, 
         method = "none"
         ranges = connection.execute(text(
             "SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id "
-            "AND kind NOT IN ('mark', 'domain_create', 'gpu_range')"), {"run_id": run_id}).scalar()
+            f"AND kind IN {NVTX_RANGE_KINDS}"), {"run_id": run_id}).scalar()
         message = (f"nothing could be attributed to a phase: no step markers (among "
                    f"{int(ranges or 0):,} ranges) and no kernel family that tells prefill "
                    "from decode")
@@ -185,7 +187,7 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
     gemm_total = sum(gemm_by_path.values())
     counts = dict(connection.execute(text(
         "SELECT 'nvtx_ranges', COUNT(*) FROM nvtx_ranges WHERE run_id = :r "
-        "AND kind IN ('push_pop', 'start_end') "
+        f"AND kind IN {NVTX_RANGE_KINDS} "
         "UNION ALL SELECT 'nvtx_domains', COUNT(*) FROM nvtx_ranges WHERE run_id = :r "
         "AND kind = 'domain_create' "
         "UNION ALL SELECT 'processes', COUNT(*) FROM processes WHERE run_id = :r "

@@ -44,6 +44,11 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
+#: ``nvtx_ranges.kind`` values that are real ranges (the other kinds are marks, domain
+#: create/destroy rows and GPU-side copies of annotations).
+NVTX_RANGE_KINDS = ("push_pop", "start_end")
+
+
 def _run_fk() -> Mapped[int]:
     return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
 
