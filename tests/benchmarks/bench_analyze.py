@@ -109,24 +109,16 @@ def build(path: Path, kernels: int) -> None:
         SELECT {cpu}, {cpu} + 2000, 0, ({rank_pid} << 24) | {rank_pid}, i + 1, {api_id}, 0
         FROM seq""")
     steps = max(1, kernels // STEP_EVERY)
-    connection.execute(f"""
-        WITH RECURSIVE s(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM s WHERE j < {steps - 1})
-        INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId)
-        SELECT 1000000000 + j * {STEP_EVERY // 2} * 2500 - 100,
-               1000000000 + (j + 1) * {STEP_EVERY // 2} * 2500 - 200, 59,
-               CASE WHEN j % 10 = 0 THEN 'execute_context_4(2048)_generation_0(0)'
-                    ELSE 'execute_context_0(0)_generation_64(64)' END,
-               ({pids[0]} << 24) | {pids[0]}, 0
-        FROM s""")
-    connection.execute(f"""
-        WITH RECURSIVE s(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM s WHERE j < {steps - 1})
-        INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId)
-        SELECT 1000000000 + j * {STEP_EVERY // 2} * 2500 - 100,
-               1000000000 + (j + 1) * {STEP_EVERY // 2} * 2500 - 200, 59,
-               CASE WHEN j % 10 = 0 THEN 'execute_context_4(2048)_generation_0(0)'
-                    ELSE 'execute_context_0(0)_generation_64(64)' END,
-               ({pids[1]} << 24) | {pids[1]}, 0
-        FROM s""")
+    for pid in pids:  # one vLLM-style step range per STEP_EVERY launches, on each rank's thread
+        connection.execute(f"""
+            WITH RECURSIVE s(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM s WHERE j < {steps - 1})
+            INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId)
+            SELECT 1000000000 + j * {STEP_EVERY // 2} * 2500 - 100,
+                   1000000000 + (j + 1) * {STEP_EVERY // 2} * 2500 - 200, 59,
+                   CASE WHEN j % 10 = 0 THEN 'execute_context_4(2048)_generation_0(0)'
+                        ELSE 'execute_context_0(0)_generation_64(64)' END,
+                   ({pid} << 24) | {pid}, 0
+            FROM s""")
     connection.commit()
     connection.close()
 

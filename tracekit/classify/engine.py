@@ -196,45 +196,22 @@ def guard_truncation(match: Match, kname: KernelName) -> Match:
     return match
 
 
+def _unmatched(name: str, reason: str) -> Classification:
+    """The answer for a name no rule speaks for: ``unknown``, with the reason."""
+    return Classification(name=name, op="other", path="unknown", weights=None,
+                          activations=None, accum=None, library=None, rule=None,
+                          evidence="none", confidence="low", reason=reason)
+
+
 def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classification, Match | None]:
     """Classification from the name alone (evidence ``name``, or ``none`` without a match)."""
     if not kname.text:
-        return (
-            Classification(
-                name=kname.original,
-                op="other",
-                path="unknown",
-                weights=None,
-                activations=None,
-                accum=None,
-                library=None,
-                rule=None,
-                evidence="none",
-                confidence="low",
-                reason="empty kernel name",
-            ),
-            None,
-        )
+        return _unmatched(kname.original, "empty kernel name"), None
     match = best_match(kname.text, ruleset)
     cut = " (the name was truncated; the part that would decide may be gone)"
     if match is None:
-        reason = "no rule matches this name"
-        return (
-            Classification(
-                name=kname.original,
-                op="other",
-                path="unknown",
-                weights=None,
-                activations=None,
-                accum=None,
-                library=None,
-                rule=None,
-                evidence="none",
-                confidence="low",
-                reason=reason + (cut if kname.truncated else ""),
-            ),
-            None,
-        )
+        reason = "no rule matches this name" + (cut if kname.truncated else "")
+        return _unmatched(kname.original, reason), None
     match = guard_truncation(match, kname)
     reason = match.reason
     if match.path == "unknown" and kname.truncated:
