@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+
+import pytest
 from sqlalchemy import text
 
+from tests.conftest import BF16_GEMM
+from tracekit import aggregate
 from tracekit.aggregate import refresh_kernel_groups
+from tracekit.analysis import AnalysisOptions, analyze
 from tracekit.ingest.pipeline import ingest
 
 
@@ -37,3 +43,79 @@ def test_refresh_replaces_instead_of_appending(store, make_trace, simple_scenari
         count = connection.execute(text(
             "SELECT COUNT(*) FROM kernel_groups WHERE run_id = :r"), {"r": run_id}).scalar()
     assert first == second == count
+
+
+def _groups_and_truth(store, run_id):
+    with store.connect() as connection:
+        stored = set(connection.execute(text(
+            "SELECT name_id, device, global_tid, global_pid, phase, count, total_ns, "
+            "first_start_ns, last_end_ns FROM kernel_groups WHERE run_id = :r"),
+            {"r": run_id}).all())
+        expected = set(connection.execute(text(
+            "SELECT name_id, device, global_tid, global_pid, COALESCE(phase, 'unattributed'), "
+            "COUNT(*), SUM(end_ns - start_ns), MIN(start_ns), MAX(end_ns) FROM kernels "
+            "WHERE run_id = :r GROUP BY name_id, device, global_tid, global_pid, phase"),
+            {"r": run_id}).all())
+    return stored, expected
+
+
+def _count_calls(monkeypatch, name):
+    calls = []
+    original = getattr(aggregate, name)
+
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(aggregate, name, counted)
+    return calls
+
+
+def test_groups_summed_beside_the_phases_stage_are_the_plain_group_by(
+        store, make_trace, simple_scenario, monkeypatch):
+    """After an ingest that attributed steps, the sums come from the second connection."""
+    refreshes = _count_calls(monkeypatch, "refresh_kernel_groups")
+    run_id = analyze(store, [make_trace(simple_scenario)], AnalysisOptions()).run_id
+    stored, expected = _groups_and_truth(store, run_id)
+    assert refreshes == []
+    assert stored == expected
+    assert {row[4] for row in stored} == {"prefill", "decode", "unattributed"}
+
+
+def test_groups_are_summed_again_when_phases_rewrote_kernels(
+        store, make_trace, simple_scenario, monkeypatch):
+    """A cut trace: kernels without a launch get their step by GPU time after the ingest
+    (here: every other eager GEMM, inside its step's GPU span), so the sums taken beside the
+    stage are stale and must not be stored."""
+    trace = make_trace(simple_scenario)
+    raw = sqlite3.connect(trace)
+    with raw:
+        raw.execute("""
+            DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IN (
+              SELECT k.correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL k
+              JOIN StringIds s ON s.id = k.demangledName
+              WHERE s.value = ? AND k.graphNodeId IS NULL AND k.correlationId % 2 = 0)""",
+                    (BF16_GEMM,))
+    raw.close()
+    refreshes = _count_calls(monkeypatch, "refresh_kernel_groups")
+    result = analyze(store, [trace], AnalysisOptions())
+    stored, expected = _groups_and_truth(store, result.run_id)
+    assert refreshes == ["refresh_kernel_groups"]
+    assert stored == expected
+    orphans_in_steps = [row for row in stored if row[2] is None and row[4] != "unattributed"]
+    assert orphans_in_steps, "the GPU-time fallback should have put launchless kernels in steps"
+
+
+def test_an_error_in_the_stages_leaves_no_groups_thread_behind(
+        store, make_trace, simple_scenario, monkeypatch):
+    import threading
+
+    from tracekit.phases import stage
+
+    def explode(*_args, **_kwargs):
+        raise RuntimeError("injected failure in the phases stage")
+
+    monkeypatch.setattr(stage, "attribute_phases", explode)
+    with pytest.raises(RuntimeError):
+        analyze(store, [make_trace(simple_scenario)], AnalysisOptions())
+    assert not [t for t in threading.enumerate() if t.name.startswith("tracekit-groups")]

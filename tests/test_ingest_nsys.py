@@ -14,6 +14,7 @@ from tracekit.errors import InputError
 from tracekit.ingest import pipeline
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers import nsys_sqlite
+from tracekit.phases.stage import IngestTimeSteps
 from tracekit.store.db import Store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, kernel_totals
 
@@ -224,6 +225,37 @@ def test_real_export_per_name_totals(store, shared_trace):
         "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value")}
     raw.close()
     assert per_name(store, run_id) == truth
+
+
+def _foreign_key_problems(store: Store) -> list[tuple]:
+    with store.connect() as connection:
+        return [tuple(row) for row in connection.exec_driver_sql("PRAGMA foreign_key_check")]
+
+
+@pytest.mark.parametrize("trace_name", ["scenario", "nsys-ai/h100_2gpu_1s.sqlite",
+                                        "nsys-ai/mfu_2gpu_before.sqlite"])
+def test_ingest_without_enforced_foreign_keys_leaves_every_reference_intact(
+        store, make_trace, simple_scenario, shared_trace, trace_name):
+    """Ingest skips SQLite's per-row parent checks: every id it writes must still resolve,
+    and the connection must go back to the pool with enforcement on (cascading deletes)."""
+    trace = make_trace(simple_scenario) if trace_name == "scenario" else shared_trace(trace_name)
+    run_id = ingest(store, [trace], step_attribution=IngestTimeSteps()).run_id
+    assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE run_id = :r", r=run_id) > 0
+    assert _foreign_key_problems(store) == []
+    with store.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+def test_a_failed_ingest_also_turns_foreign_keys_back_on(store, make_trace, simple_scenario,
+                                                       monkeypatch):
+    def explode(*_args: object) -> None:
+        raise InputError("injected failure after kernels were copied")
+
+    monkeypatch.setattr(nsys_sqlite, "_copy_devices", explode)
+    with pytest.raises(InputError):
+        ingest(store, [make_trace(simple_scenario)])
+    with store.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
 
 
 def test_a_folder_is_expanded_to_its_files(tmp_path):

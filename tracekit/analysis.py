@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,10 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     """Classification, phases and findings for one run, in one transaction.
 
     ``steps_from_ingest``: the ingest just made the marker steps and attributed kernels to
-    them as it copied them; the phases stage only completes that work.
+    them as it copied them; the phases stage only completes that work, and the per-name
+    groups are summed meanwhile on a second connection (kept unless phases rewrote kernels).
     """
-    from tracekit.aggregate import refresh_kernel_groups
+    from tracekit.aggregate import GroupsInBackground, refresh_kernel_groups, write_kernel_groups
     from tracekit.classify import load_ruleset
     from tracekit.classify.stage import classify_run
     from tracekit.expect.context import load_expectations
@@ -91,7 +93,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
 
     ruleset = load_ruleset(options.rules_dirs)
     expectations = load_expectations(options)
-    with store.begin() as connection:
+    groups = GroupsInBackground(store, run_id) if steps_from_ingest else nullcontext()
+    with groups, store.begin() as connection:
         arch = resolve_devices(connection, run_id, expectations.gpu_arch, options.gpu)
         if options.engine or expectations.model_label:
             connection.execute(text(
@@ -99,8 +102,11 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                 "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
         classify_run(connection, run_id, ruleset, arch=arch)
-        attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest)
-        refresh_kernel_groups(connection, run_id)
+        phases = attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest)
+        if isinstance(groups, GroupsInBackground) and not phases.kernels_rewritten:
+            write_kernel_groups(connection, run_id, groups.rows())
+        else:
+            refresh_kernel_groups(connection, run_id)
         evaluate_run(connection, run_id, declaration=expectations.declaration,
                      gpu_arch=expectations.gpu_arch,
                      log_evidence=expectations.log_evidence,

@@ -125,7 +125,15 @@ def find_run(connection: Connection, sha256: str) -> int | None:
 def _ingest_transaction(
     store: Store, source: Path | None
 ) -> Iterator[tuple[Connection, BulkCopier | None]]:
-    """A write transaction; a SQLite source is attached first (ATTACH can't run inside one)."""
+    """A write transaction; a SQLite source is attached first (ATTACH can't run inside one).
+
+    On SQLite, foreign keys are not enforced while a run is ingested. Every id a reader
+    writes comes from a row the same transaction has just inserted (the run, its kernel
+    names), so the per-row parent lookups prove nothing, and at 10^7 kernels they cost 6 s
+    of a 28 s kernel copy (measured on tests/benchmarks/bench_analyze.py's file). The
+    pragma is per connection and cannot change inside a transaction: it is switched off
+    before BEGIN and back on afterwards; the tests check ``PRAGMA foreign_key_check``.
+    """
     with store.engine.connect() as connection:
         copier: BulkCopier | None = None
         attached = False
@@ -134,6 +142,7 @@ def _ingest_transaction(
                 connection.exec_driver_sql("ATTACH DATABASE ? AS src", (source_uri(source),))
                 attached = True
             if store.is_sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys = OFF")
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
             if source is not None:
                 copier = BulkCopier(connection, source)
@@ -145,6 +154,8 @@ def _ingest_transaction(
         finally:
             if copier is not None:
                 copier.close()
+            if store.is_sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys = ON")
             if attached:
                 connection.exec_driver_sql("DETACH DATABASE src")
 

@@ -40,6 +40,9 @@ class PhaseReport:
     kernels_by_gpu_time: int = 0
     kernels_heuristic: int = 0
     signals: dict[str, int] = field(default_factory=dict)
+    #: False when the kernel records are exactly as the ingest wrote them (steps attributed
+    #: while copying, no GPU-time fallback): sums taken right after the ingest still hold.
+    kernels_rewritten: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready)."""
@@ -64,6 +67,8 @@ def attribute_phases(connection: Connection, run_id: int,
     else:
         report = heuristics.attribute(connection, run_id, ranges=_range_count(connection, run_id))
     attribute.drop_temp_tables(connection)
+    report.kernels_rewritten = not (steps_from_ingest and report.method == "marker"
+                                    and report.kernels_by_gpu_time == 0)
     return report
 
 
