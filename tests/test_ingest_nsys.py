@@ -227,6 +227,34 @@ def test_real_export_per_name_totals(store, shared_trace):
     assert per_name(store, run_id) == truth
 
 
+@pytest.mark.parametrize("odd_keys", [
+    {},
+    {0: "'a text key'", 1: "0"},  # text adds up as 0: both would get the same id
+    {0: str(2**63 - 1)},  # base + key would overflow
+    {0: "-4"},  # below the base: here, the id of the earlier run's first name
+])
+def test_kernel_name_ids_whatever_the_string_ids(store, make_trace, simple_scenario, tmp_path,
+                                                 odd_keys):
+    """Names get ids computed from their string ids unless a damaged file has keys that
+    would not add up to distinct ids; then the copy joins. Either way every kernel points
+    at the name row of its own string id."""
+    ingest(store, [make_trace(simple_scenario)])  # a run before, so low ids are taken
+    trace = _variant(make_trace(simple_scenario), tmp_path / "odd.sqlite", [
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {value} WHERE rowid % 3 = {rest}"
+        for rest, value in odd_keys.items()] + ["UPDATE StringIds SET value = value || ' '"])
+    run_id = ingest(store, [trace]).run_id
+    raw = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    truth = dict(raw.execute("SELECT demangledName, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                             "GROUP BY demangledName").fetchall())
+    raw.close()
+    with store.connect() as connection:
+        stored = dict(connection.execute(text(
+            "SELECT n.source_key, COUNT(*) FROM kernels k JOIN kernel_names n ON n.id = k.name_id "
+            "WHERE k.run_id = :r AND n.run_id = :r GROUP BY n.source_key"), {"r": run_id}).all())
+    assert stored == truth
+    assert _foreign_key_problems(store) == []
+
+
 def _foreign_key_problems(store: Store) -> list[tuple]:
     with store.connect() as connection:
         return [tuple(row) for row in connection.exec_driver_sql("PRAGMA foreign_key_check")]

@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from tracekit.ingest.bulk import insert_rows
-from tracekit.store.db import Store
+from tracekit.store.db import SQLITE_CACHE_KIB, Store
 
 #: Stand-in for NULL in the TEMP table's key (NULLs are all distinct in a SQLite key).
 _NO_VALUE = -9223372036854775808
@@ -36,6 +36,9 @@ _KEY_AND_SUMS = ("name_id", "device", "global_tid", "global_pid", "phase", "coun
                  "first_start_ns", "last_end_ns")
 
 GroupRow = Sequence[Any]
+
+#: page cache of the background connection, in KiB (it only scans)
+SCAN_CACHE_KIB = 16_000
 
 
 def refresh_kernel_groups(connection: Connection, run_id: int) -> int:
@@ -122,8 +125,13 @@ class GroupsInBackground:
     def _sum(self) -> list[GroupRow]:
         with self._store.connect() as connection:
             self._driver_connection = connection.connection.dbapi_connection
+            if self._store.is_sqlite:
+                # One sequential scan: a big page cache would only add to the peak RSS.
+                connection.exec_driver_sql(f"PRAGMA cache_size = -{SCAN_CACHE_KIB}")
             try:
                 return sum_kernel_groups(connection, self._run_id)
             finally:
                 self._driver_connection = None
                 connection.rollback()
+                if self._store.is_sqlite:
+                    connection.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")

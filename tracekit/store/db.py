@@ -24,6 +24,8 @@ from tracekit.errors import StoreError, StoreSchemaMismatch
 ENV_VAR = "TRACEKIT_STORE"
 DEFAULT_FILE = "tracekit.db"
 BUSY_TIMEOUT_MS = 60_000
+#: SQLite page cache per connection, in KiB: an ingest's index pages and lookups stay in it.
+SQLITE_CACHE_KIB = 200_000
 
 
 def default_store_url() -> str:
@@ -197,7 +199,7 @@ def _sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> No
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA temp_store = FILE")
-    cursor.execute("PRAGMA cache_size = -200000")
+    cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     cursor.close()
 
 

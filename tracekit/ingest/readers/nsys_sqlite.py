@@ -27,6 +27,8 @@ from tracekit.ingest.reader import IngestContext, SourceInfo, StepAttribution
 
 #: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
 PID_MASK = -16777216
+#: largest string id that gets a computed kernel name id (far below 64-bit overflow)
+MAX_NAME_KEY = 2**48
 
 
 @dataclass
@@ -141,14 +143,24 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
     On a SQLite store each name's id is ``name_base + its source string id``, so the kernel
     copy computes ``name_id`` instead of joining 10^7 rows to this table (3 s at 10^7
     kernels). ``name_base`` lies above every id in the store and the write lock is held, so
-    the ids are free; string ids below -1 (only a damaged file has them) could collide and
-    are refused by the primary key like any other damaged record. Other stores assign ids
-    themselves and the kernel SELECT joins the mirrored table.
+    the ids are free. Only for string ids that are integers from -1 (no name) up: a damaged
+    file's text or huge keys would not add up to distinct ids, and take the join. Other
+    stores assign ids themselves and the kernel SELECT joins the mirrored table.
     """
     kernel = schema.table("kernel")
-    short_col = schema.expr("kernel", "short_name_key", "k")
-    mangled_col = schema.expr("kernel", "mangled_name_key", "k")
-    explicit_ids = schema.copier.native
+    schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_kernel_name_keys")
+    schema.copier.prepare(f"""
+        CREATE TEMP TABLE tk_kernel_name_keys AS
+        SELECT name_key, MIN(short_key) AS short_key, MIN(mangled_key) AS mangled_key
+        FROM (SELECT DISTINCT {_kernel_name_key(schema)} AS name_key,
+                              {schema.expr("kernel", "short_name_key", "k")} AS short_key,
+                              {schema.expr("kernel", "mangled_name_key", "k")} AS mangled_key
+              FROM src."{kernel}" AS k)
+        GROUP BY name_key""")
+    (odd_keys,) = schema.copier.query(
+        "SELECT COUNT(*) FROM temp.tk_kernel_name_keys WHERE typeof(name_key) <> 'integer' "
+        f"OR name_key NOT BETWEEN -1 AND {MAX_NAME_KEY}")[0]
+    explicit_ids = schema.copier.native and odd_keys == 0
     if explicit_ids:
         params["name_base"] = schema.copier.connection.execute(
             text("SELECT COALESCE(MAX(id), 0) + 2 FROM kernel_names")).scalar_one()
@@ -159,17 +171,14 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
                         '<string ' || u.name_key || ' missing>'),
                {_string_lookup(schema, 'u.short_key')},
                {_string_lookup(schema, 'u.mangled_key')}
-        FROM (SELECT name_key, MIN(short_key) AS short_key, MIN(mangled_key) AS mangled_key
-              FROM (SELECT DISTINCT {_kernel_name_key(schema)} AS name_key,
-                                    {short_col} AS short_key, {mangled_col} AS mangled_key
-                    FROM src."{kernel}" AS k)
-              GROUP BY name_key) AS u
+        FROM temp.tk_kernel_name_keys AS u
     """
     count = schema.copier.copy(
         "kernel_names",
         (*(("id",) if explicit_ids else ()), "run_id", "source_key", "name", "short_name",
          "mangled_name"),
         select, params)
+    schema.copier.prepare("DROP TABLE temp.tk_kernel_name_keys")
     _mirror(schema, "kernel_names", params)
     return count
 
