@@ -28,6 +28,7 @@ from tracekit.findings.engine import (
     verdict_sentences,
 )
 from tracekit.store.schema import (
+    NVTX_RANGE_KINDS,
     Classification,
     Device,
     KernelGroup,
@@ -40,7 +41,7 @@ from tracekit.store.schema import Finding as FindingRow
 
 GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 # Marks count here: any NVTX event proves the markers reached nsys (nvtx-ranges-lost).
-_RANGE_KINDS = ("push_pop", "start_end", "mark")
+_RANGE_KINDS = (*NVTX_RANGE_KINDS, "mark")
 # Type words that, in an attention kernel's name, mean it reads a quantized KV cache
 # (FlashInfer BatchDecode…<__nv_fp8_e4m3, …>, FlashAttention-3 float_e4m3_t, TRT-LLM XQA fp8).
 _KV_NAME_WORDS = ("fp8", "e4m3", "e5m2", "fp4", "e2m1", "int8")

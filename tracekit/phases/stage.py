@@ -19,10 +19,12 @@ from sqlalchemy import Connection, text
 
 from tracekit.phases import attribute, heuristics
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
+from tracekit.store.schema import NVTX_RANGE_KINDS
 
-#: nvtx_ranges kinds that are never a step's CPU range: points, bookkeeping, and the GPU-side
-#: copies of torch annotations (``gpu_user_annotation`` → ``gpu_range``; the CPU one is the step).
-NON_RANGE_KINDS = ("mark", "domain_create", "domain_destroy", "gpu_range")
+#: SQL list of the nvtx_ranges kinds a step's CPU range can have: not marks, not domain
+#: bookkeeping, not the GPU-side copies of torch annotations (``gpu_user_annotation`` →
+#: ``gpu_range``; the CPU one is the step).
+_RANGE_KINDS_SQL = ", ".join(f"'{kind}'" for kind in NVTX_RANGE_KINDS)
 
 
 @dataclass
@@ -94,17 +96,17 @@ def marker_texts(connection: Connection, run_id: int, markers: MarkerSet) -> dic
     for index, like in enumerate(likes):
         params[f"like{index}"] = like
         clauses.append(f"text LIKE :like{index}")
-    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
     rows = connection.execute(text(
-        f"SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id AND kind NOT IN ({kinds}) "
-        f"AND text IS NOT NULL AND ({' OR '.join(clauses)})"), params)
+        f"SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id "
+        f"AND kind IN ({_RANGE_KINDS_SQL}) AND text IS NOT NULL "
+        f"AND ({' OR '.join(clauses)})"), params)
     return markers.parse_all(row[0] for row in rows)
 
 
 def _range_count(connection: Connection, run_id: int) -> int:
-    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
     return int(connection.execute(text(
-        f"SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id AND kind NOT IN ({kinds})"),
+        f"SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id "
+        f"AND kind IN ({_RANGE_KINDS_SQL})"),
         {"run_id": run_id}).scalar() or 0)
 
 
@@ -121,7 +123,7 @@ def prepare_steps(connection: Connection, run_id: int,
     infos = marker_texts(connection, run_id, markers)
     if not infos or connection.execute(text(
             "SELECT 1 FROM nvtx_ranges WHERE run_id = :run_id AND end_ns IS NULL "
-            "AND kind IN ('push_pop', 'start_end') LIMIT 1"), {"run_id": run_id}).first():
+            f"AND kind IN ({_RANGE_KINDS_SQL}) LIMIT 1"), {"run_id": run_id}).first():
         return False
     _load_marker_table(connection, infos)
     _insert_marker_steps(connection, run_id, {"run_id": run_id, "run_end": None})
@@ -134,11 +136,10 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
                   kernels_attributed: bool = False) -> PhaseReport:
     _load_marker_table(connection, infos)
     params = {"run_id": run_id, "run_end": _capture_end(connection, run_id)}
-    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
     marker_ranges, step_ranges = connection.execute(text(
         f"SELECT COUNT(*), SUM(CASE WHEN m.phase <> 'idle' THEN 1 ELSE 0 END) "
         f"FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
-        f"WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds})"), params).one()
+        f"WHERE n.run_id = :run_id AND n.kind IN ({_RANGE_KINDS_SQL})"), params).one()
     if not kernels_attributed:
         _insert_marker_steps(connection, run_id, params)
     connection.execute(text("DROP TABLE tk_marker_texts"))
@@ -150,7 +151,6 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
 
 def _insert_marker_steps(connection: Connection, run_id: int, params: dict[str, Any]) -> None:
     """One step per outermost marker range that is not idle (needs ``tk_marker_texts``)."""
-    kinds = ", ".join(f"'{kind}'" for kind in NON_RANGE_KINDS)
     # Open ranges (never popped) end at the end of the capture, as nsys' projection does.
     # A marker range nested in an earlier one on the same thread is the same step marked
     # twice (an engine's marker inside a user's tracekit.mark, say): the outermost range is
@@ -169,7 +169,7 @@ def _insert_marker_steps(connection: Connection, run_id: int, params: dict[str, 
                          ORDER BY n.start_ns, COALESCE(n.end_ns, :run_end) DESC, n.id
                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS outer_end
               FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text
-              WHERE n.run_id = :run_id AND n.kind NOT IN ({kinds}) AND m.phase <> 'idle'
+              WHERE n.run_id = :run_id AND n.kind IN ({_RANGE_KINDS_SQL}) AND m.phase <> 'idle'
              ) AS ranges
         WHERE outer_end IS NULL OR outer_end < end_ns
         ORDER BY global_tid, start_ns, id"""), params)
