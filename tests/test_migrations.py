@@ -11,6 +11,7 @@ from alembic.config import Config
 from sqlalchemy import create_engine, inspect, text
 
 from tracekit.errors import StoreSchemaMismatch
+from tracekit.store import db as store_db
 from tracekit.store import open_store
 
 
@@ -44,7 +45,7 @@ def test_writer_upgrades_and_keeps_runs(tmp_path):
     make_0001_store(path)
     store = open_store(str(path))
     try:
-        assert store.revision() == "0002"
+        assert store.revision() == store_db.head_revision()
         with store.connect() as connection:
             assert "kernel_groups" in inspect(connection).get_table_names()
             sha = connection.execute(text("SELECT sha256 FROM runs WHERE id = 7")).scalar()

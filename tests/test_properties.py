@@ -93,7 +93,7 @@ class Harness:
             assert error.one_line() and "\n" not in error.one_line()
             assert self.fingerprint() == before, f"store changed by a refused input: {error}"
             if STRICT and isinstance(error, UnexpectedContent):
-                raise error.__cause__ or error  # a reader bug behind the one-line message
+                raise (error.__cause__ or error) from error  # a reader bug behind the one line
             return None
         finally:
             faulthandler.cancel_dump_traceback_later()

@@ -101,6 +101,46 @@ def test_migrations_reproduce_the_models(store_url: str) -> None:
         store.dispose()
 
 
+def test_kernel_ids_go_past_32_bits_after_the_upgrade(store_url: str) -> None:
+    """A store made at revision 0002 (PostgreSQL ids were ``serial``) takes kernel ids past
+    2^31 once a writer has migrated it, explicit or drawn from the sequence."""
+    from importlib import resources
+
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    engine = create_engine(store_db.normalize_url(store_url))
+    with engine.begin() as connection:
+        config = Config()
+        config.set_main_option("script_location",
+                               str(resources.files("tracekit.store") / "migrations"))
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0002")
+    engine.dispose()
+    store = open_store(store_url)
+    try:
+        assert store.revision() == store_db.head_revision()
+        with store.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO runs (id, source_path, sha256, format, tracekit_version, "
+                "created_at, status) VALUES (1, 'x', 'abc', 'nsys-sqlite', '0', "
+                "'2026-11-30 00:00:00', 'complete')"))
+            connection.execute(text(
+                "INSERT INTO kernel_names (id, run_id, source_key, name) VALUES (1, 1, 1, 'k')"))
+            insert = ("INSERT INTO kernels (run_id, name_id, start_ns, end_ns{id}) "
+                      "VALUES (1, 1, 0, 1{value})")
+            connection.execute(text(insert.format(id=", id", value=f", {2**40}")))
+            if store.is_postgres:
+                connection.execute(text(f"SELECT setval('kernels_id_seq', {2**31 + 5})"))
+            connection.execute(text(insert.format(id="", value="")))
+            ids = connection.execute(text("SELECT id FROM kernels ORDER BY id")).scalars().all()
+    finally:
+        store.dispose()
+    assert max(ids) > 2**31
+    assert len(ids) == 2
+
+
 def test_newer_schema_is_refused_for_readers_and_writers(store_url: str) -> None:
     open_store(store_url).dispose()
     store = open_store(store_url)

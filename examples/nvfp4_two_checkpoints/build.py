@@ -54,8 +54,9 @@ MARLIN_FP4 = (
     "int, int, int, int *, bool, bool, int)"
 )
 ATTENTION = ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
-             "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t>>"
-             ", false, true, false, false, true, true, false, false>(flash::Flash_fwd_params)")
+             "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, "
+             "cutlass::bfloat16_t>>, false, true, false, false, true, true, false, false>"
+             "(flash::Flash_fwd_params)")
 NORM = ("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, "
         "c10::BFloat16 const*, float, int, int)")
 

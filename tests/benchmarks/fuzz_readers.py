@@ -111,7 +111,7 @@ def make_target(reader: str, workdir: Path, strict: bool) -> Callable[[bytes], N
             if fingerprint() != before:
                 raise AssertionError(f"store changed by a refused input: {error}") from None
             if strict and isinstance(error, UnexpectedContent):
-                raise error.__cause__ or error
+                raise (error.__cause__ or error) from error
         finally:
             path.unlink(missing_ok=True)
 

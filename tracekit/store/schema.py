@@ -49,6 +49,12 @@ class Base(DeclarativeBase):
 NVTX_RANGE_KINDS = ("push_pop", "start_end")
 
 
+#: Primary key of the per-record tables: 64-bit on PostgreSQL, where a shared store passes
+#: 2^31 kernel records after ~200 runs of 10^7; on SQLite it must stay ``INTEGER`` (the only
+#: spelling that makes the column the 64-bit rowid).
+RECORD_ID = BigInteger().with_variant(Integer(), "sqlite")
+
+
 def _run_fk() -> Mapped[int]:
     return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
 
@@ -146,7 +152,7 @@ class Kernel(Base):
 
     __tablename__ = "kernels"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = _run_fk()
     name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
     device: Mapped[int | None] = mapped_column(Integer)
@@ -179,7 +185,7 @@ class MemoryOp(Base):
 
     __tablename__ = "memory_ops"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = _run_fk()
     kind: Mapped[str] = mapped_column(String(16))
     device: Mapped[int | None] = mapped_column(Integer)
@@ -208,7 +214,7 @@ class RuntimeCall(Base):
 
     __tablename__ = "runtime_calls"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = _run_fk()
     name_id: Mapped[int | None] = mapped_column(ForeignKey("api_names.id", ondelete="CASCADE"))
     kind: Mapped[str | None] = mapped_column(String(8))
@@ -229,7 +235,7 @@ class NvtxRange(Base):
     __tablename__ = "nvtx_ranges"
     __table_args__ = (Index("ix_nvtx_ranges_run_tid", "run_id", "global_tid", "start_ns"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     kind: Mapped[str] = mapped_column(String(16))
     start_ns: Mapped[int] = mapped_column(BigInteger)
@@ -246,7 +252,7 @@ class CpuOp(Base):
     __tablename__ = "cpu_ops"
     __table_args__ = (Index("ix_cpu_ops_run_ext", "run_id", "external_id"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(Text)
     start_ns: Mapped[int] = mapped_column(BigInteger)
@@ -263,7 +269,7 @@ class KernelMetric(Base):
 
     __tablename__ = "kernel_metrics"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = _run_fk()
     name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
     launch_index: Mapped[int] = mapped_column(Integer)
@@ -278,7 +284,7 @@ class Step(Base):
 
     __tablename__ = "steps"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[int] = mapped_column(RECORD_ID, primary_key=True)
     run_id: Mapped[int] = _run_fk()
     nvtx_id: Mapped[int | None] = mapped_column(BigInteger)
     engine: Mapped[str | None] = mapped_column(String(32))
