@@ -20,6 +20,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 CHUNK_ROWS = 50_000
+#: lookup columns that hold text (the others hold integers)
+TEXT_COLUMNS = frozenset({"name", "phase"})
 
 
 def source_uri(path: Path) -> str:
@@ -76,15 +78,25 @@ class BulkCopier:
             total += len(rows)
 
     def mirror_lookup(self, table: str, columns: Sequence[str],
-                      rows: Iterable[Sequence[Any]]) -> None:
-        """Make a small store table's rows visible to SELECTs on the side connection."""
+                      rows: Iterable[Sequence[Any]], *, unique_key: bool = False) -> None:
+        """Make a small store table's rows visible to SELECTs on the side connection.
+
+        The first two columns are indexed (``unique_key``: they identify a row). Without
+        statistics SQLite's planner believes what the index says: a non-unique one made it
+        loop over the names and scan the kernel table once per name.
+        """
         if self._side is None:
             return
+        # Declared types matter: a column without affinity compared with an INTEGER one
+        # cannot be searched through its index, and every kernel would scan the lookup.
+        declared = ", ".join(f"{column} {'TEXT' if column in TEXT_COLUMNS else 'INTEGER'}"
+                             for column in columns)
         self._side.execute(f"DROP TABLE IF EXISTS main.{table}")
-        self._side.execute(f"CREATE TABLE main.{table} ({', '.join(columns)})")
+        self._side.execute(f"CREATE TABLE main.{table} ({declared})")
         placeholders = ", ".join("?" for _ in columns)
         self._side.executemany(f"INSERT INTO main.{table} VALUES ({placeholders})", rows)
-        self._side.execute(f"CREATE INDEX main.ix_{table} ON {table} ({columns[0]}, {columns[1]})")
+        self._side.execute(f"CREATE {'UNIQUE ' if unique_key else ''}INDEX main.ix_{table} "
+                           f"ON {table} ({columns[0]}, {columns[1]})")
 
     def close(self) -> None:
         """Release the side connection."""

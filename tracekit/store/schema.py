@@ -55,6 +55,19 @@ NVTX_RANGE_KINDS = ("push_pop", "start_end")
 RECORD_ID = BigInteger().with_variant(Integer(), "sqlite")
 
 
+#: Indexes that only PostgreSQL stores have (made by migration 0003, name → (table, column)):
+#: its cascading delete of a run's names looks up each name's records through them. SQLite
+#: stores delete by run instead, and their ingest would pay for these on every record.
+#: Not in the models, so the migrations test leaves them out of its comparison.
+POSTGRES_ONLY_INDEXES = {
+    "ix_kernels_name_id": ("kernels", "name_id"),
+    "ix_runtime_calls_name_id": ("runtime_calls", "name_id"),
+    "ix_kernel_metrics_name_id": ("kernel_metrics", "name_id"),
+    "ix_kernel_groups_name_id": ("kernel_groups", "name_id"),
+    "ix_classifications_name_id": ("classifications", "name_id"),
+}
+
+
 def _run_fk() -> Mapped[int]:
     return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
 

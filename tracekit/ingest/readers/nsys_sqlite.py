@@ -195,7 +195,7 @@ def _mirror(schema: SourceSchema, table: str, params: dict[str, Any]) -> None:
     rows = schema.copier.connection.execute(
         text(f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = :run_id"), params
     ).all()
-    schema.copier.mirror_lookup(table, columns, rows)
+    schema.copier.mirror_lookup(table, columns, rows, unique_key=True)
 
 
 def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
