@@ -43,7 +43,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 HEURISTICS_FILE = "_phase_heuristics.toml"
 _TEMP_TABLES = ("tk_name_signal", "tk_ext_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun",
-                "tk_hgroup", "tk_hstep")
+                "tk_hgroup", "tk_hstep", "tk_hkernel")
 
 
 @dataclass(frozen=True)
@@ -331,12 +331,17 @@ def _make_steps(connection: Connection, run_id: int) -> int:
         SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM steps
         WHERE run_id = :run_id AND source = 'heuristic'"""), params)
     connection.execute(text("CREATE INDEX tk_hstep_rn ON tk_hstep (rn)"))
+    # Each labelled kernel's step, keyed by kernel id: the UPDATE then joins one row per
+    # kernel by primary key instead of running a three-table subquery for each.
+    connection.execute(text("""
+        CREATE TEMPORARY TABLE tk_hkernel (id BIGINT PRIMARY KEY, step_id BIGINT,
+                                           phase VARCHAR(16))"""))
+    connection.execute(text("""
+        INSERT INTO tk_hkernel
+        SELECT r.id, t.id, g.label FROM tk_hrun r
+        JOIN tk_hgroup g ON g.gp = r.gp AND g.dev = r.dev AND g.run = r.run
+        JOIN tk_hstep t ON t.rn = g.rn"""))
     result = connection.execute(text("""
-        UPDATE kernels SET (step_id, phase) = (
-            SELECT t.id, g.label FROM tk_hrun r
-            JOIN tk_hgroup g ON g.gp = r.gp AND g.dev = r.dev AND g.run = r.run
-            JOIN tk_hstep t ON t.rn = g.rn
-            WHERE r.id = kernels.id)
-        WHERE run_id = :run_id
-          AND id IN (SELECT id FROM tk_hrun WHERE label IS NOT NULL)"""), params)
+        UPDATE kernels SET step_id = x.step_id, phase = x.phase FROM tk_hkernel AS x
+        WHERE x.id = kernels.id AND kernels.run_id = :run_id"""), params)
     return int(result.rowcount or 0)
