@@ -1,4 +1,4 @@
-"""Small helpers shared by the ingest and bad-input tests."""
+"""Small helpers shared by the ingest, bad-input and store tests."""
 
 from __future__ import annotations
 
@@ -6,11 +6,33 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from alembic import command
+from alembic.config import Config
 from click.testing import CliRunner
+from sqlalchemy import create_engine, text
 
 from tracekit.cli import cli
 from tracekit.ingest.pipeline import ingest
 from tracekit.store import open_store
+
+
+def make_old_store(url: str, revision: str, *statements: str) -> None:
+    """A store at an older schema ``revision`` (as an older tracekit left it), then
+    ``statements`` run on it."""
+    from importlib import resources
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            config = Config()
+            config.set_main_option("script_location",
+                                   str(resources.files("tracekit.store") / "migrations"))
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+            for statement in statements:
+                connection.execute(text(statement))
+    finally:
+        engine.dispose()
 
 
 def query(store_path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

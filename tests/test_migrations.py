@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import pytest
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 
+from tests.helpers import make_old_store
 from tracekit.errors import StoreSchemaMismatch
 from tracekit.store import db as store_db
 from tracekit.store import open_store
@@ -17,18 +15,11 @@ from tracekit.store import open_store
 
 def make_0001_store(path: Path) -> None:
     """Create a store at revision 0001 with one run in it, as tracekit 0.1.0-dev wrote it."""
-    engine = create_engine(f"sqlite:///{path}")
-    with engine.begin() as connection:
-        config = Config()
-        config.set_main_option("script_location",
-                               str(resources.files("tracekit.store") / "migrations"))
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
-        connection.execute(text(
-            "INSERT INTO runs (id, source_path, sha256, format, tracekit_version, created_at, "
-            "status) VALUES (7, '/traces/a.sqlite', 'abc', 'nsys-sqlite', '0.1.0', "
-            "'2026-11-01 00:00:00', 'complete')"))
-    engine.dispose()
+    make_old_store(
+        f"sqlite:///{path}", "0001",
+        "INSERT INTO runs (id, source_path, sha256, format, tracekit_version, created_at, "
+        "status) VALUES (7, '/traces/a.sqlite', 'abc', 'nsys-sqlite', '0.1.0', "
+        "'2026-11-01 00:00:00', 'complete')")
 
 
 def test_reader_names_the_upgrade_command(tmp_path):

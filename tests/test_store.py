@@ -20,6 +20,7 @@ from alembic.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
+from tests.helpers import make_old_store
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError, StoreSchemaMismatch
 from tracekit.ingest.pipeline import ingest
@@ -111,20 +112,7 @@ def test_migrations_reproduce_the_models(store_url: str) -> None:
 def test_kernel_ids_go_past_32_bits_after_the_upgrade(store_url: str) -> None:
     """A store made at revision 0002 (PostgreSQL ids were ``serial``) takes kernel ids past
     2^31 once a writer has migrated it, explicit or drawn from the sequence."""
-    from importlib import resources
-
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import create_engine
-
-    engine = create_engine(store_db.normalize_url(store_url))
-    with engine.begin() as connection:
-        config = Config()
-        config.set_main_option("script_location",
-                               str(resources.files("tracekit.store") / "migrations"))
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0002")
-    engine.dispose()
+    make_old_store(store_db.normalize_url(store_url), "0002")
     store = open_store(store_url)
     try:
         assert store.revision() == store_db.head_revision()
