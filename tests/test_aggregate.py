@@ -119,3 +119,17 @@ def test_an_error_in_the_stages_leaves_no_groups_thread_behind(
     with pytest.raises(RuntimeError):
         analyze(store, [make_trace(simple_scenario)], AnalysisOptions())
     assert not [t for t in threading.enumerate() if t.name.startswith("tracekit-groups")]
+
+
+def test_an_in_memory_store_sums_groups_on_its_own_connection(make_trace, simple_scenario):
+    """Each connection to ``sqlite://`` has its own database: nothing runs beside the stages
+    there, and the groups still come out (they once failed with "no such table")."""
+    from tracekit.store import open_store
+
+    store = open_store("sqlite://")
+    try:
+        result = analyze(store, [make_trace(simple_scenario)], AnalysisOptions())
+        stored, expected = _groups_and_truth(store, result.run_id)
+    finally:
+        store.dispose()
+    assert stored == expected and len(stored) > 3

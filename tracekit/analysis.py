@@ -93,7 +93,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
 
     ruleset = load_ruleset(options.rules_dirs)
     expectations = load_expectations(options)
-    groups = GroupsInBackground(store, run_id) if steps_from_ingest else nullcontext()
+    in_background = steps_from_ingest and store.shared_by_connections
+    groups = GroupsInBackground(store, run_id) if in_background else nullcontext()
     with groups, store.begin() as connection:
         arch = resolve_devices(connection, run_id, expectations.gpu_arch, options.gpu)
         if options.engine or expectations.model_label:

@@ -108,6 +108,11 @@ class Store:
             return None
         return sqlite_file(make_url(self.url).database)
 
+    @property
+    def shared_by_connections(self) -> bool:
+        """False for an in-memory SQLite store: each connection would see its own database."""
+        return not self.is_sqlite or self.sqlite_path is not None
+
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         """A write transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE).
