@@ -13,7 +13,8 @@ several streams, one runtime launch per kernel, and vLLM-style NVTX step ranges 
   document), and
 - ``nsys stats --report gpukernsum --format csv`` on a copy of the same file.
 
-It prints a Markdown table (the one in the README).
+It prints a Markdown table (the one in the README). ``--profile`` instead runs ``analyze``
+in this process and prints where the time goes (ingest, stages, slow SQL statements).
 """
 
 from __future__ import annotations
@@ -147,13 +148,66 @@ def peak_rss_mb(command: list[str], stdout_path: Path) -> tuple[float, float, in
     return timed(command, stdout_path)
 
 
+def profile(trace: Path, store_path: Path, slowest: float = 0.5) -> None:
+    """Where ``analyze`` spends its time, in this process: the ingest, the stages (per-name
+    groups run beside classification and phases) and every SQL statement over ``slowest``
+    seconds, on any connection (the background groups thread included)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from tracekit import aggregate, analysis
+    from tracekit.phases import stage
+    from tracekit.store import open_store
+
+    def timed_call(function, label):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                print(f"{time.perf_counter() - started:7.2f} s  {label}", file=sys.stderr)
+        return wrapper
+
+    @event.listens_for(Engine, "before_cursor_execute")
+    def _start(conn, _cursor, _statement, _params, _context, _many):  # type: ignore[no-untyped-def]
+        conn.info.setdefault("started", []).append(time.perf_counter())
+
+    @event.listens_for(Engine, "after_cursor_execute")
+    def _stop(conn, _cursor, statement, _params, _context, _many):  # type: ignore[no-untyped-def]
+        elapsed = time.perf_counter() - conn.info["started"].pop()
+        if elapsed >= slowest:
+            print(f"{elapsed:7.2f} s    SQL {' '.join(statement.split())[:110]}", file=sys.stderr)
+
+    analysis.ingest = timed_call(analysis.ingest, "ingest (one transaction, commit included)")
+    analysis.run_stages = timed_call(analysis.run_stages, "stages")
+    stage.attribute_phases = timed_call(stage.attribute_phases, "  phases")
+    aggregate.sum_kernel_groups = timed_call(aggregate.sum_kernel_groups, "  per-name groups")
+    for leftover in store_path.parent.glob(store_path.name + "*"):
+        leftover.unlink()
+    store = open_store(str(store_path))
+    started = time.perf_counter()
+    analysis.analyze(store, [trace], analysis.AnalysisOptions())
+    print(f"{time.perf_counter() - started:7.2f} s  analyze, in process", file=sys.stderr)
+    store.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--out", type=Path, default=Path("/tmp/tracekit-bench"))
     parser.add_argument("--skip-nsys", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead of the table: where analyze spends its time")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.profile:
+        for count in args.kernels:
+            trace = args.out / f"bench-{count}.sqlite"
+            if not trace.exists():
+                build(trace, count)
+            print(f"== {count:,} kernels", file=sys.stderr)
+            profile(trace, args.out / f"profile-{count}.db")
+        return
     rows = []
     for count in args.kernels:
         trace = args.out / f"bench-{count}.sqlite"
