@@ -28,9 +28,12 @@ REPORT_STEM = "ncu"
 GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 FILTER_PREFIX_CHARS = 120
 
-#: formats.md §C.4; names a chip lacks come back as n/a, which the reader keeps as missing
+#: formats.md §C.4, plus the DRAM bytes a roofline needs; names a chip lacks come back as
+#: n/a, which the reader keeps as missing
 METRICS: tuple[str, ...] = (
     "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
     "launch__grid_size",
     "launch__block_size",
     "launch__registers_per_thread",
