@@ -1,0 +1,300 @@
+"""Real traces, made longer: replicate a recorded trace N times with fresh ids and shifted times.
+
+A benchmark on a synthetic mix hides what real traces have: CPU ops nested twelve deep, a
+hundred Python frames per kernel, flows, annotations, several streams and ranks. So the speed
+and scaling checks also run on the real traces of ``../shared/traces`` made longer, the shape a
+longer profile of the same program has: copy *i* of every event is shifted by *i* times the
+trace's span, and every id that links events (correlation ids, External ids, Python ids,
+flow ids, event indexes) is offset by *i* times (the largest id + 1), so copies never link to
+each other. ``keep_ids=True`` keeps the ids as they are instead, the shape of a restarted
+profiler or of ranks merged into one file: the same External id and correlation id then stand
+for several events, which readers must resolve (and report) without slowing down.
+
+Used by ``bench_kineto.py``, ``bench_analyze.py`` and the suite's scaling tests. Also a
+command::
+
+    python tests/benchmarks/replicate.py SRC.json.gz DST.json --copies 37
+    python tests/benchmarks/replicate.py SRC.sqlite DST.sqlite --copies 300
+    python tests/benchmarks/replicate.py fixtures/h200/cupti.jsonl.gz DST.jsonl --copies 16
+    python tests/benchmarks/replicate.py fixtures/h200/ncu.csv DST.csv --copies 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+#: Kineto ``args`` that hold ids linking events: offset per copy
+KINETO_ID_ARGS = ("correlation", "External id", "Python id", "Python parent id", "Ev Idx",
+                  "Python module id")
+#: nsys columns that link rows across tables: offset per copy (others stay as recorded)
+NSYS_ID_COLUMNS = ("correlationId", "gridId", "rangeId", "eventId", "eventSyncId",
+                   "callchainId")
+#: microseconds between the end of one copy and the start of the next (Kineto)
+GAP_US = 100.0
+GAP_NS = 100_000
+
+
+def _open_text(path: Path) -> IO[str]:
+    with path.open("rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    if gzipped:
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def _span_and_strides(events: list[dict[str, Any]]) -> tuple[float, float, dict[str, int]]:
+    """The first ts, the span (µs, with a gap) and the id stride of each id-carrying field."""
+    times = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
+    ends = [e["ts"] + (e.get("dur") or 0) for e in events
+            if isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur") or 0,
+                                                                     (int, float))]
+    first, last = min(times), max(ends)
+    strides: dict[str, int] = {}
+    for event in events:
+        args = event.get("args")
+        if isinstance(args, dict):
+            for key in KINETO_ID_ARGS:
+                value = args.get(key)
+                if type(value) is int:
+                    strides[key] = max(strides.get(key, 0), value + 1)
+        flow_id = event.get("id")
+        if type(flow_id) is int:
+            strides["id"] = max(strides.get("id", 0), flow_id + 1)
+    # Flow ids of ac2g equal correlation ids: one stride keeps them equal in every copy.
+    shared = max(strides.get("id", 0), strides.get("correlation", 0))
+    strides["id"] = strides["correlation"] = shared
+    return first, (last - first) + GAP_US, strides
+
+
+def _copies(events: list[dict[str, Any]], copies: int, keep_ids: bool
+            ) -> Iterator[dict[str, Any]]:
+    _, span, strides = _span_and_strides(events)
+    for copy in range(copies):
+        shift = copy * span
+        for event in events:
+            if copy == 0:
+                yield event
+                continue
+            out = dict(event)
+            if isinstance(out.get("ts"), (int, float)) and out.get("ph") != "M":
+                out["ts"] = round(out["ts"] + shift, 3)
+            if not keep_ids:
+                if type(out.get("id")) is int:
+                    out["id"] = out["id"] + copy * strides["id"]
+                args = out.get("args")
+                if isinstance(args, dict):
+                    args = dict(args)
+                    for key in KINETO_ID_ARGS:
+                        if type(args.get(key)) is int:
+                            args[key] = args[key] + copy * strides[key]
+                    out["args"] = args
+            yield out
+
+
+def replicate_kineto(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
+    """Write ``copies`` copies of a Kineto trace's events into ``target``; returns the kernels.
+
+    Metadata events (``ph: M``) are written once. Top-level keys keep their place around
+    ``traceEvents``. Written one event at a time, so the output may be far larger than memory.
+    """
+    with _open_text(source) as stream:
+        document = json.load(stream)
+    bare = isinstance(document, list)
+    events = document if bare else document["traceEvents"]
+    metadata = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
+    timed = [e for e in events if isinstance(e, dict) and e.get("ph") != "M"]
+    kernels = sum(1 for e in timed if e.get("cat") in ("kernel", "Kernel"))
+    with target.open("w", encoding="utf-8") as out:
+        if not bare:
+            out.write("{")
+            keys = list(document)
+            before = keys[:keys.index("traceEvents")]
+            after = keys[keys.index("traceEvents") + 1:]
+            for key in before:
+                out.write(f"{json.dumps(key)}: {json.dumps(document[key])},\n")
+            out.write('"traceEvents": ')
+        out.write("[\n")
+        first = True
+        for event in [*metadata, *_copies(timed, copies, keep_ids)]:
+            if not first:
+                out.write(",\n")
+            out.write(json.dumps(event))
+            first = False
+        out.write("\n]")
+        if not bare:
+            for key in after:
+                out.write(f",\n{json.dumps(key)}: {json.dumps(document[key])}")
+            out.write("}\n")
+    return kernels * copies
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')]
+
+
+def replicate_nsys(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
+    """Copy an nsys SQLite export with its timed rows repeated ``copies`` times; returns kernels.
+
+    Every table with ``start`` and ``end`` columns is repeated, shifted by the span of the
+    trace; the columns of ``NSYS_ID_COLUMNS`` are offset per copy (unless ``keep_ids``). String
+    ids, processes, threads and devices stay as they are: the copies are the same program
+    running on.
+    """
+    shutil.copyfile(source, target)
+    connection = sqlite3.connect(target)
+    try:
+        tables = [row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]
+        timed = [t for t in tables if {"start", "end"} <= set(_columns(connection, t))]
+        first, last = connection.execute(
+            "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+        for table in timed:
+            row = connection.execute(f'SELECT MIN(start), MAX("end") FROM "{table}"').fetchone()
+            if row[0] is not None:
+                first, last = min(first, row[0]), max(last, row[1] or row[0])
+        span = (last - first) + GAP_NS
+        for table in timed:
+            columns = _columns(connection, table)
+            strides = {c: (connection.execute(f'SELECT MAX("{c}") FROM "{table}"').fetchone()[0]
+                           or 0) + 1 for c in columns if c in NSYS_ID_COLUMNS}
+            if "correlationId" in strides:
+                # One stride for every table, so kernels still meet their runtime calls.
+                strides["correlationId"] = _max_correlation(connection, timed) + 1
+            original = connection.execute(f'SELECT MAX(rowid) FROM "{table}"').fetchone()[0]
+            if original is None:
+                continue
+            for copy in range(1, copies):
+                values = []
+                for column in columns:
+                    if column in ("start", "end", "timestamp"):
+                        values.append(f'"{column}" + {copy * span}')
+                    elif column in strides and not keep_ids:
+                        values.append(f'"{column}" + {copy * strides[column]}')
+                    else:
+                        values.append(f'"{column}"')
+                column_list = ", ".join(f'"{c}"' for c in columns)
+                connection.execute(
+                    f'INSERT INTO "{table}" ({column_list}) SELECT {", ".join(values)} '
+                    f'FROM "{table}" WHERE rowid <= {original}')
+        connection.commit()
+        kernels = connection.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    finally:
+        connection.close()
+    return int(kernels[0])
+
+
+def _max_correlation(connection: sqlite3.Connection, tables: list[str]) -> int:
+    top = 0
+    for table in tables:
+        if "correlationId" in _columns(connection, table):
+            value = connection.execute(f'SELECT MAX(correlationId) FROM "{table}"').fetchone()[0]
+            top = max(top, value or 0)
+    return top
+
+
+#: CUPTI JSON-lines fields holding ids that link records: offset per copy
+CUPTI_ID_FIELDS = ("correlationId", "externalId")
+
+
+def replicate_cupti(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
+    """tracekit's CUPTI JSON lines, the timed records repeated; returns the kernels written.
+
+    The header and device records are written once; ``start``/``end`` shift by the span,
+    correlation and External ids are offset per copy (unless ``keep_ids``).
+    """
+    with _open_text(source) as stream:
+        records = [json.loads(line) for line in stream if line.strip()]
+    once = [r for r in records if "start" not in r]
+    timed = [r for r in records if "start" in r]
+    first = min(r["start"] for r in timed)
+    span = max(r.get("end") or r["start"] for r in timed) - first + GAP_NS
+    strides = {key: max((r[key] for r in records if type(r.get(key)) is int), default=0) + 1
+               for key in CUPTI_ID_FIELDS}
+    kernels = 0
+    with target.open("w", encoding="utf-8") as out:
+        for record in once:
+            out.write(json.dumps(record) + "\n")
+        for copy in range(copies):
+            for record in timed:
+                record = dict(record)
+                record["start"] += copy * span
+                if type(record.get("end")) is int:
+                    record["end"] += copy * span
+                if not keep_ids:
+                    for key, stride in strides.items():
+                        if type(record.get(key)) is int:
+                            record[key] += copy * stride
+                kernels += record.get("kind") == "kernel"
+                out.write(json.dumps(record) + "\n")
+    return kernels
+
+
+def replicate_ncu(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
+    """An Nsight Compute raw-page CSV with its launch rows repeated; returns the launches.
+
+    The header (and units row, when there is one) is kept once; each copy renumbers ``ID``
+    after the last one (``keep_ids`` repeats them).
+    """
+    import csv
+
+    with _open_text(source) as stream:
+        rows = list(csv.reader(stream))
+    header = rows[0]
+    units = [rows[1]] if len(rows) > 1 and not rows[1][header.index("ID")] else []
+    launches = rows[1 + len(units):]
+    index = header.index("ID")
+    stride = max(int(row[index]) for row in launches) + 1
+    with target.open("w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, quoting=csv.QUOTE_ALL)
+        writer.writerows([header, *units])
+        for copy in range(copies):
+            for row in launches:
+                row = list(row)
+                if not keep_ids:
+                    row[index] = str(int(row[index]) + copy * stride)
+                writer.writerow(row)
+    return len(launches) * copies
+
+
+def replicate(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
+    """Replicate an nsys SQLite export, a Kineto JSON, tracekit CUPTI JSON lines or an ncu CSV
+    trace (plain or gzip-compressed); returns the kernels written."""
+    with _open_text(source) if not _is_sqlite(source) else open(source, "rb") as probe:
+        head = probe.read(256)
+    if isinstance(head, bytes):
+        return replicate_nsys(source, target, copies, keep_ids=keep_ids)
+    if head.startswith('"ID"'):
+        return replicate_ncu(source, target, copies, keep_ids=keep_ids)
+    if '"kind"' in head.split("\n", 1)[0] and '"header"' in head.split("\n", 1)[0]:
+        return replicate_cupti(source, target, copies, keep_ids=keep_ids)
+    return replicate_kineto(source, target, copies, keep_ids=keep_ids)
+
+
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as probe:
+        return probe.read(16).startswith(b"SQLite format 3")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", type=Path)
+    parser.add_argument("target", type=Path)
+    parser.add_argument("--copies", type=int, required=True)
+    parser.add_argument("--keep-ids", action="store_true",
+                        help="repeat ids as they are (a restarted profiler, merged ranks)")
+    options = parser.parse_args()
+    kernels = replicate(options.source, options.target, options.copies,
+                        keep_ids=options.keep_ids)
+    size = options.target.stat().st_size / 2**20
+    print(f"{options.target}: {options.copies} copies, {kernels:,} kernels, {size:,.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
