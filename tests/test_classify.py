@@ -285,14 +285,17 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
         conn.execute(
             sa.insert(schema.Kernel.__table__),
             [
-                {"run_id": 1, "name_id": 1, "start_ns": 0, "end_ns": 1, "external_id": 7},
-                {"run_id": 1, "name_id": 2, "start_ns": 2, "end_ns": 3, "external_id": 8},
+                {"run_id": 1, "name_id": 1, "start_ns": 0, "end_ns": 1, "external_id": 7,
+                 "cpu_op_id": 1},
+                {"run_id": 1, "name_id": 2, "start_ns": 2, "end_ns": 3, "external_id": 8,
+                 "cpu_op_id": 2},
             ],
         )
         conn.execute(
             sa.insert(schema.CpuOp.__table__),
             [
                 {
+                    "id": 1,
                     "run_id": 1,
                     "name": "aten::addmm",
                     "start_ns": 0,
@@ -301,6 +304,7 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
                     "input_types": "['c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16']",
                 },
                 {
+                    "id": 2,
                     "run_id": 1,
                     "name": "aten::mm",
                     "start_ns": 2,

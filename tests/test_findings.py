@@ -854,6 +854,8 @@ def test_every_rule_message_renders_with_its_declared_fields() -> None:
         "kv": "FP8",
         "line": 3,
         "text": "t",
+        "correlation_ids": 2,
+        "external_ids": 3,
     }
     rules = load_rules()
     for row in load_table("_findings.toml")["rule"]:

@@ -529,6 +529,10 @@ def test_gemm_token_counts_from_op_shapes_are_a_heuristic_signal(tmp_path: Path)
                 "INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, input_dims) "
                 "VALUES (:r, 'aten::addmm', 0, 0, :e, :d)"), {"r": run_id, "e": external_id,
                                                                "d": dims})
+        # What a torch trace's ingest resolves: each kernel points at its op.
+        connection.execute(text(
+            "UPDATE kernels SET cpu_op_id = (SELECT o.id FROM cpu_ops o WHERE o.run_id = :r "
+            "AND o.external_id = kernels.external_id) WHERE run_id = :r"), {"r": run_id})
     report, table, _ = analyze(store, run_id)
     assert report.method == "heuristic" and report.signals == {"gemm-tokens": 2}
     assert_matches_truth(table, truth(scenario, lambda step: real[id(step)]))

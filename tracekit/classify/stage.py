@@ -3,7 +3,7 @@
 Works per unique name (``kernel_names``), never per kernel record, and writes with one bulk
 insert. Evidence other than the name is gathered with set-based queries: the GPU
 architecture (``devices.arch``), the input types of the framework op that launched each name
-(``cpu_ops`` joined through ``kernels.external_id``) and Nsight Compute counters
+(``cpu_ops`` through ``kernels.cpu_op_id``) and Nsight Compute counters
 (``kernel_metrics``, summed per metric over launches). Re-running the stage replaces the run's
 classifications, so new rules re-classify an old run without re-ingesting it.
 """
@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from tracekit.classify import classify_name, classify_names
 from tracekit.classify.model import NameEvidence, RuleSet
 from tracekit.store.schema import Classification as ClassificationRow
-from tracekit.store.schema import CpuOp, Device, Kernel, KernelMetric, KernelName
+from tracekit.store.schema import Device, KernelMetric, KernelName
 
 
 def _run_arch(connection: Connection, run_id: int) -> str | None:
@@ -36,19 +36,18 @@ def _run_arch(connection: Connection, run_id: int) -> str | None:
 
 
 def _op_dtypes(connection: Connection, run_id: int) -> dict[int, tuple[str, tuple[str, ...]]]:
-    """name_id -> (op name, input types) when all launches of a name share one op signature."""
-    query = (
-        sa.select(Kernel.name_id, CpuOp.name, CpuOp.input_types)
-        .join(
-            CpuOp, sa.and_(CpuOp.run_id == Kernel.run_id, CpuOp.external_id == Kernel.external_id)
-        )
-        .where(
-            Kernel.run_id == run_id, Kernel.external_id.is_not(None), CpuOp.input_types.is_not(None)
-        )
-        .distinct()
-    )
+    """name_id -> (op name, input types) when all launches of a name share one op signature.
+
+    Follows ``kernels.cpu_op_id`` (resolved at ingest). ``CROSS JOIN`` keeps the run's kernels
+    the outer loop on SQLite, each op one primary-key search: linear whatever the tables hold.
+    """
+    rows = connection.execute(sa.text("""
+        SELECT DISTINCT k.name_id, o.name, o.input_types
+        FROM kernels k CROSS JOIN cpu_ops o
+        WHERE k.run_id = :run_id AND k.cpu_op_id IS NOT NULL AND o.id = k.cpu_op_id
+          AND o.input_types IS NOT NULL"""), {"run_id": run_id})
     seen: dict[int, set[tuple[str, str]]] = defaultdict(set)
-    for name_id, op_name, input_types in connection.execute(query):
+    for name_id, op_name, input_types in rows:
         seen[name_id].add((op_name, input_types or ""))
     out: dict[int, tuple[str, tuple[str, ...]]] = {}
     for name_id, signatures in seen.items():

@@ -124,6 +124,9 @@ class FindingContext:
     nvtx_ranges: int = 0
     log_evidence: tuple[LogEvidence, ...] = ()
     unknown_threshold: float = 0.2
+    #: ids the ingest found naming several launches / ops (``ambiguous_links`` of the run meta)
+    ambiguous_correlation_ids: int = 0
+    ambiguous_external_ids: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,6 +332,7 @@ def evaluate(ctx: FindingContext) -> list[Finding]:
     findings += _unknown_findings(phases, ctx, rules)
     findings += _step_findings(ctx, rules)
     findings += _nvtx_findings(ctx, rules)
+    findings += _link_findings(ctx, rules)
     findings += _arch_findings(ctx, rules)
     findings += _kv_cache_findings(ctx, rules)
     findings += _log_findings(findings, ctx, rules)
@@ -497,6 +501,23 @@ def _nvtx_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
             share=None,
             evidence=[{"source": "nvtx", "domains_created": list(ctx.nvtx_domains), "ranges": 0}],
             fields={"domains": domains},
+        )
+    ]
+
+
+def _link_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    correlation, external = ctx.ambiguous_correlation_ids, ctx.ambiguous_external_ids
+    if not correlation and not external:
+        return []
+    return [
+        _make(
+            rules,
+            "ambiguous-links",
+            phase=None,
+            share=None,
+            evidence=[{"source": "ingest", "correlation_ids": correlation,
+                       "external_ids": external}],
+            fields={"correlation_ids": correlation, "external_ids": external},
         )
     ]
 

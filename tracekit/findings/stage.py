@@ -119,6 +119,7 @@ def build_context(
     marker, heuristic = _step_counts(connection, run_id)
     domains, ranges = _nvtx(connection, run_id)
     groups = _name_groups(connection, run_id)
+    links = _ambiguous_links(connection, run_id)
     return FindingContext(
         gemm=_gemm_time(groups),
         attention=_attention_time(groups),
@@ -132,7 +133,19 @@ def build_context(
         nvtx_ranges=ranges,
         log_evidence=log_evidence,
         unknown_threshold=unknown_threshold,
+        ambiguous_correlation_ids=links.get("correlation_ids", 0),
+        ambiguous_external_ids=links.get("external_ids", 0),
     )
+
+
+def _ambiguous_links(connection: Connection, run_id: int) -> dict[str, int]:
+    """What the ingest counted of ids naming several launches or ops (run meta)."""
+    meta = connection.execute(select(Run.meta_json).where(Run.id == run_id)).scalar()
+    try:
+        links = json.loads(meta or "{}").get("ambiguous_links") or {}
+    except (ValueError, AttributeError):
+        return {}
+    return {key: int(value) for key, value in links.items() if isinstance(value, int)}
 
 
 @dataclass(frozen=True)

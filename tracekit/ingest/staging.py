@@ -22,25 +22,40 @@ from tracekit.ingest.bulk import insert_rows
 CHUNK_ROWS = 50_000
 
 
-class StageTable:
-    """A temporary table filled through a buffer of ``CHUNK_ROWS`` rows."""
+#: the key column of a numbered stage table: the row's position in the order rows were added
+ROW_NUMBER = "row_no"
 
-    def __init__(self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
-                 ) -> None:
+
+class StageTable:
+    """A temporary table filled through a buffer of ``CHUNK_ROWS`` rows.
+
+    ``numbered``: the table gets a leading primary key ``row_no`` (0, 1, 2 … in the order
+    rows are added), so a join that must pick one of several candidate rows can name it.
+    """
+
+    def __init__(self, connection: Connection, name: str, columns: Sequence[tuple[str, str]],
+                 *, numbered: bool = False) -> None:
         self.connection = connection
         self.name = name
+        self.numbered = numbered
+        self._sqlite = connection.dialect.name == "sqlite"
+        if numbered:
+            # SQLite: INTEGER PRIMARY KEY is the rowid itself, no second index to maintain.
+            key = "INTEGER PRIMARY KEY" if self._sqlite else "BIGINT PRIMARY KEY"
+            columns = ((ROW_NUMBER, key), *columns)
         self.columns = tuple(column for column, _ in columns)
         self.rows: list[tuple[Any, ...]] = []
         self.count = 0
         connection.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
         definition = ", ".join(f"{column} {kind}" for column, kind in columns)
         connection.exec_driver_sql(f"CREATE TEMPORARY TABLE {name} ({definition})")
-        self._sqlite = connection.dialect.name == "sqlite"
         placeholders = ", ".join("?" for _ in self.columns)
         self._insert = f"INSERT INTO {name} ({', '.join(self.columns)}) VALUES ({placeholders})"
 
     def add(self, row: tuple[Any, ...]) -> None:
         """Buffer one row; flushes by itself when the buffer is full."""
+        if self.numbered:
+            row = (self.count + len(self.rows), *row)
         self.rows.append(row)
         if len(self.rows) >= CHUNK_ROWS:
             self.flush()

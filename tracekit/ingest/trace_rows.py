@@ -10,9 +10,18 @@ a time and in no useful order. Readers add rows to the TEMPORARY tables below
 - names: kernel and API names become per-run ``kernel_names``/``api_names`` ids;
 - kernel → launch: the runtime/driver call with the same correlation id *in the same file*
   gives the kernel its CPU process, thread and launch interval;
+- kernel → framework op: the CPU op with the kernel's External id becomes
+  ``kernels.cpu_op_id``, the one link every later stage follows;
 - External ids: each rank numbers its ops from 1, so file *i* of a run stores
-  ``External id + i · 2^40`` (file 0 keeps the raw value): ``kernels.external_id =
-  cpu_ops.external_id`` then never joins a kernel to another rank's op.
+  ``External id + i · 2^40`` (file 0 keeps the raw value): a kernel never links to another
+  rank's op.
+
+Both links are one index search per kernel, whatever the planner thinks of the tables (they
+have no statistics). Ids can repeat inside one file (a profiler restarted in the same
+process, ranks merged into one file): then the kernel takes the launch that started last
+before it (the outer call when a runtime and a driver call share an id) and the op that was
+running at its launch, and the run's meta counts the ids that were ambiguous (the
+``ambiguous-links`` finding reports them).
 """
 
 
@@ -34,6 +43,9 @@ from tracekit.ingest.staging import StageTable, write_rows
 
 #: External ids of file i are shifted by i · EXTERNAL_STRIDE (Kineto's ids are op counters)
 EXTERNAL_STRIDE = 1 << 40
+
+#: stage tables whose rows get a ``row_no`` key (a kernel's launch is chosen by it)
+NUMBERED_STAGES = frozenset({"tk_runtime"})
 
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "tk_file": (("file_index", "INTEGER"), ("offset_ns", "BIGINT"), ("main_pid", "BIGINT"),
@@ -134,7 +146,8 @@ class TraceRows:
     def __init__(self, ctx: IngestContext) -> None:
         self.ctx = ctx
         self.connection: Connection = ctx.connection
-        self.stage = {name: StageTable(self.connection, name, columns)
+        self.stage = {name: StageTable(self.connection, name, columns,
+                                       numbered=name in NUMBERED_STAGES)
                       for name, columns in STAGES.items()}
         self.kernel_names: dict[str, int] = {}
         self.api_names: dict[str, int] = {}
@@ -183,15 +196,37 @@ class TraceRows:
                    [(run_id, key, name) for name, key in self.api_names.items()])
         params = {"run_id": run_id}
         self.before_finish()
+        self.connection.execute(text(
+            "CREATE INDEX tk_runtime_link ON tk_runtime (file_index, correlation_id)"))
         for statement in FINISH_SQL:
             self.connection.execute(text(statement), params)
         self._write_processes_and_threads()
         self._write_devices()
         counts = {name.removeprefix("tk_"): table.count for name, table in self.stage.items()
                   if name != "tk_file"}
+        links = self._ambiguous_links()
         for table in self.stage.values():
             table.drop()
-        return {"time_base_ns": base, "counts": counts}
+        return {"time_base_ns": base, "counts": counts, "ambiguous_links": links}
+
+    def _ambiguous_links(self) -> dict[str, int]:
+        """How many correlation and External ids named more than one launch or op.
+
+        A runtime call and the driver call inside it may share a correlation id (one launch):
+        only ids whose calls do not overlap in time count. Both queries read the rows in the
+        order of an index, once.
+        """
+        (correlation,) = self.connection.execute(text("""
+            SELECT COUNT(*) FROM (
+                SELECT 1 FROM tk_runtime WHERE correlation_id IS NOT NULL
+                GROUP BY file_index, correlation_id
+                HAVING COUNT(*) > 1 AND MAX(start_ns) > MIN(end_ns)) AS repeated""")).one()
+        (external,) = self.connection.execute(text("""
+            SELECT COUNT(*) FROM (
+                SELECT 1 FROM cpu_ops WHERE run_id = :run_id AND external_id IS NOT NULL
+                GROUP BY external_id HAVING COUNT(*) > 1) AS repeated"""),
+            {"run_id": self.ctx.run_id}).one()
+        return {"correlation_ids": int(correlation), "external_ids": int(external)}
 
     def _write_processes_and_threads(self) -> None:
         run_id = self.ctx.run_id
@@ -225,7 +260,37 @@ class TraceRows:
 
 
 
-#: staged rows → store tables, times shifted onto the run's base, names resolved to ids
+#: The launch of a staged kernel ``k`` (a ``tk_runtime.row_no``): among the calls of its file
+#: with its correlation id, the outermost of those that started before the kernel (the one
+#: that ends last), else the first one. Each arm is one index search; their ORDER BY names
+#: only the candidate's columns (SQLite 3.40 refuses outer columns there).
+_LAUNCH = """COALESCE(
+    (SELECT r.row_no FROM tk_runtime r
+     WHERE r.file_index = k.file_index AND r.correlation_id = k.correlation_id
+       AND r.start_ns <= k.start_ns
+     ORDER BY r.end_ns DESC, r.row_no LIMIT 1),
+    (SELECT r.row_no FROM tk_runtime r
+     WHERE r.file_index = k.file_index AND r.correlation_id = k.correlation_id
+     ORDER BY r.start_ns, r.row_no LIMIT 1))"""
+
+#: The framework op (``cpu_ops.id``) of a staged kernel ``k`` launched at ``{launch}`` (store
+#: time): among the ops with its External id, the innermost one running at the launch, else
+#: the last one that started before it, else the first one.
+_CPU_OP = """CASE WHEN k.external_id IS NOT NULL THEN COALESCE(
+    (SELECT o.id FROM cpu_ops o
+     WHERE o.run_id = :run_id AND o.external_id = k.external_id + f.external_offset
+       AND o.start_ns <= {launch} AND o.end_ns >= {launch}
+     ORDER BY o.start_ns DESC, o.id LIMIT 1),
+    (SELECT o.id FROM cpu_ops o
+     WHERE o.run_id = :run_id AND o.external_id = k.external_id + f.external_offset
+       AND o.start_ns <= {launch}
+     ORDER BY o.start_ns DESC, o.id LIMIT 1),
+    (SELECT o.id FROM cpu_ops o
+     WHERE o.run_id = :run_id AND o.external_id = k.external_id + f.external_offset
+     ORDER BY o.start_ns, o.id LIMIT 1)) END"""
+
+#: staged rows → store tables, times shifted onto the run's base, names resolved to ids.
+#: CPU ops are written before kernels, which point at them.
 FINISH_SQL: tuple[str, ...] = (
     """INSERT INTO runtime_calls (run_id, name_id, kind, start_ns, end_ns, correlation_id,
                                   global_tid, global_pid)
@@ -233,33 +298,31 @@ FINISH_SQL: tuple[str, ...] = (
               r.correlation_id, r.tid, r.pid
        FROM tk_runtime r JOIN tk_file f ON f.file_index = r.file_index
        JOIN api_names a ON a.run_id = :run_id AND a.source_key = r.name_key""",
-    """INSERT INTO kernels (run_id, name_id, device, stream, start_ns, end_ns, grid_x, grid_y,
-                            grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem,
-                            correlation_id, external_id, graph_node_id, graph_id, global_pid,
-                            global_tid, launch_start_ns, launch_end_ns)
-       SELECT :run_id, n.id, k.device, k.stream, k.start_ns + f.offset_ns, k.end_ns + f.offset_ns,
-              k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers,
-              k.static_smem, k.smem,
-              k.correlation_id, k.external_id + f.external_offset, k.graph_node_id, k.graph_id,
-              COALESCE(l.pid, f.main_pid), l.tid, l.s + f.offset_ns, l.e + f.offset_ns
-       FROM tk_kernel k JOIN tk_file f ON f.file_index = k.file_index
-       JOIN kernel_names n ON n.run_id = :run_id AND n.source_key = k.name_key
-       LEFT JOIN (SELECT file_index, correlation_id AS cid, MIN(pid) AS pid, MIN(tid) AS tid,
-                         MIN(start_ns) AS s, MAX(end_ns) AS e
-                  FROM tk_runtime WHERE correlation_id IS NOT NULL
-                  GROUP BY file_index, correlation_id) l
-         ON l.file_index = k.file_index AND l.cid = k.correlation_id""",
-    """INSERT INTO memory_ops (run_id, kind, device, stream, start_ns, end_ns, bytes,
-                               correlation_id, global_pid)
-       SELECT :run_id, m.kind, m.device, m.stream, m.start_ns + f.offset_ns,
-              m.end_ns + f.offset_ns, m.bytes, m.correlation_id, f.main_pid
-       FROM tk_memory m JOIN tk_file f ON f.file_index = m.file_index""",
     """INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, global_tid, global_pid,
                             input_types, input_dims)
        SELECT :run_id, c.name, c.start_ns + f.offset_ns, c.end_ns + f.offset_ns,
               c.external_id + f.external_offset,
               c.tid, c.pid, c.input_types, c.input_dims
        FROM tk_cpu_op c JOIN tk_file f ON f.file_index = c.file_index""",
+    f"""INSERT INTO kernels (run_id, name_id, device, stream, start_ns, end_ns, grid_x, grid_y,
+                            grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem,
+                            correlation_id, external_id, graph_node_id, graph_id, global_pid,
+                            global_tid, launch_start_ns, launch_end_ns, cpu_op_id)
+       SELECT :run_id, n.id, k.device, k.stream, k.start_ns + f.offset_ns, k.end_ns + f.offset_ns,
+              k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers,
+              k.static_smem, k.smem,
+              k.correlation_id, k.external_id + f.external_offset, k.graph_node_id, k.graph_id,
+              COALESCE(l.pid, f.main_pid), l.tid, l.start_ns + f.offset_ns,
+              l.end_ns + f.offset_ns,
+              {_CPU_OP.format(launch="(COALESCE(l.start_ns, k.start_ns) + f.offset_ns)")}
+       FROM tk_kernel k JOIN tk_file f ON f.file_index = k.file_index
+       JOIN kernel_names n ON n.run_id = :run_id AND n.source_key = k.name_key
+       LEFT JOIN tk_runtime l ON l.row_no = {_LAUNCH}""",
+    """INSERT INTO memory_ops (run_id, kind, device, stream, start_ns, end_ns, bytes,
+                               correlation_id, global_pid)
+       SELECT :run_id, m.kind, m.device, m.stream, m.start_ns + f.offset_ns,
+              m.end_ns + f.offset_ns, m.bytes, m.correlation_id, f.main_pid
+       FROM tk_memory m JOIN tk_file f ON f.file_index = m.file_index""",
     """INSERT INTO nvtx_ranges (run_id, kind, start_ns, end_ns, text, domain, global_tid,
                                 global_pid)
        SELECT :run_id, r.kind, r.start_ns + f.offset_ns, r.end_ns + f.offset_ns, r.text, r.domain,

@@ -42,7 +42,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 HEURISTICS_FILE = "_phase_heuristics.toml"
-_TEMP_TABLES = ("tk_name_signal", "tk_ext_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun",
+_TEMP_TABLES = ("tk_name_signal", "tk_op_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun",
                 "tk_hgroup", "tk_hstep", "tk_hkernel")
 
 
@@ -219,24 +219,27 @@ def _shape_signals(connection: Connection, run_id: int, tokens: GemmTokens
 
 def _load_shape_signals(connection: Connection, run_id: int,
                         shaped: dict[tuple[str, str], str]) -> None:
-    """``tk_ext_signal``: External id → phase, for ops of one clear size (kernels link by it)."""
+    """``tk_op_signal``: CPU op id → phase, for ops of one clear size (kernels point at them).
+
+    The run's ops are the outer loop (``CROSS JOIN``), each looked up in the few distinct
+    shapes by their key.
+    """
     connection.execute(text(
-        "CREATE TEMPORARY TABLE tk_ext_signal (external_id BIGINT PRIMARY KEY, "
-        "phase VARCHAR(16))"))
+        "CREATE TEMPORARY TABLE tk_op_signal (op_id BIGINT PRIMARY KEY, phase VARCHAR(16))"))
     if not shaped:
         return
     connection.execute(text("DROP TABLE IF EXISTS tk_shape"))
     connection.execute(text(
-        "CREATE TEMPORARY TABLE tk_shape (name TEXT, input_dims TEXT, phase VARCHAR(16))"))
+        "CREATE TEMPORARY TABLE tk_shape (name TEXT, input_dims TEXT, phase VARCHAR(16), "
+        "PRIMARY KEY (name, input_dims))"))
     connection.execute(text("INSERT INTO tk_shape VALUES (:name, :dims, :phase)"),
                        [{"name": name, "dims": dims, "phase": phase}
                         for (name, dims), phase in shaped.items()])
     connection.execute(text("""
-        INSERT INTO tk_ext_signal
-        SELECT o.external_id, MIN(s.phase) FROM cpu_ops o
-        JOIN tk_shape s ON s.name = o.name AND s.input_dims = o.input_dims
-        WHERE o.run_id = :run_id AND o.external_id IS NOT NULL
-        GROUP BY o.external_id HAVING COUNT(DISTINCT s.phase) = 1"""), {"run_id": run_id})
+        INSERT INTO tk_op_signal
+        SELECT o.id, s.phase FROM cpu_ops o CROSS JOIN tk_shape s
+        WHERE o.run_id = :run_id AND s.name = o.name AND s.input_dims = o.input_dims"""),
+        {"run_id": run_id})
     connection.execute(text("DROP TABLE tk_shape"))
 
 
@@ -253,7 +256,7 @@ def _label(connection: Connection, run_id: int) -> None:
                    {order} ROWS UNBOUNDED PRECEDING) AS seg,
                k.start_ns - LAG(k.end_ns) OVER ({order}) AS gap
         FROM kernels k LEFT JOIN tk_name_signal s ON s.name_id = k.name_id
-        LEFT JOIN tk_ext_signal e ON e.external_id = k.external_id
+        LEFT JOIN tk_op_signal e ON e.op_id = k.cpu_op_id
         WHERE k.run_id = :run_id"""), {"run_id": run_id})
     connection.execute(text("CREATE INDEX tk_h_seg ON tk_h (gp, dev, seg)"))
     # Per segment (a signal kernel and the kernels after it up to the next signal): its phase,

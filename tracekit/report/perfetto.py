@@ -92,18 +92,18 @@ def step_events_sql(connection: Connection) -> str:
         f"{obj}('name', s.phase || ' · ' || COALESCE(s.text, s.source), "
         f"'cat', '{STEP_CATEGORY}', 'ph', 'X', "
         "'ts', (s.start_ns - :t0) / 1000.0, 'dur', (s.end_ns - s.start_ns) / 1000.0, "
-        f"'pid', {STEPS_PID}, 'tid', t.lane, "
+        f"'pid', {STEPS_PID}, 'tid', s.lane, "
         f"'args', {obj}('phase', s.phase, 'source', s.source, 'engine', s.engine, "
         "'text', s.text, 'prefill_tokens', s.prefill_tokens, 'decode_tokens', s.decode_tokens, "
         "'gpu_start_us', (s.gpu_start_ns - :t0) / 1000.0, "
         "'gpu_dur_us', (s.gpu_end_ns - s.gpu_start_ns) / 1000.0, 'step_id', s.id))"
     )
+    # The lane of a step is its thread's rank among the run's step threads: a window over one
+    # scan of the steps, not a join (which SQLite ran as a scan of the steps per lane).
     return (
-        f"SELECT {_as_text(connection, event)} FROM steps s JOIN ("
-        "SELECT global_tid, ROW_NUMBER() OVER (ORDER BY global_tid) AS lane FROM ("
-        "SELECT DISTINCT COALESCE(global_tid, -1) AS global_tid FROM steps WHERE run_id = :r) u"
-        ") t ON t.global_tid = COALESCE(s.global_tid, -1) WHERE s.run_id = :r "
-        "ORDER BY s.start_ns"
+        f"SELECT {_as_text(connection, event)} FROM ("
+        "SELECT st.*, DENSE_RANK() OVER (ORDER BY COALESCE(st.global_tid, -1)) AS lane "
+        "FROM steps st WHERE st.run_id = :r) s ORDER BY s.start_ns"
     )
 
 

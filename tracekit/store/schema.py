@@ -118,6 +118,7 @@ class Process(Base):
     """A profiled process (``globalPid`` in nsys, ``pid`` in Kineto)."""
 
     __tablename__ = "processes"
+    __table_args__ = (Index("ix_processes_run_pid", "run_id", "global_pid"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = _run_fk()
@@ -130,6 +131,7 @@ class Thread(Base):
     """A CPU thread, with its name where the trace has one (e.g. ``VLLM::EngineCore``)."""
 
     __tablename__ = "threads"
+    __table_args__ = (Index("ix_threads_run_tid", "run_id", "global_tid"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = _run_fk()
@@ -192,6 +194,11 @@ class Kernel(Base):
     launch_end_ns: Mapped[int | None] = mapped_column(BigInteger)
     step_id: Mapped[int | None] = mapped_column(BigInteger)
     phase: Mapped[str | None] = mapped_column(String(16))
+    #: The framework op (``cpu_ops.id``) that launched this kernel, resolved once at ingest
+    #: from the External id (and, where ids repeat, the op running when the kernel was
+    #: launched). No foreign key: PostgreSQL would need an index here to cascade deletes of
+    #: CPU ops, and a run's ops and kernels are deleted together anyway.
+    cpu_op_id: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class MemoryOp(Base):

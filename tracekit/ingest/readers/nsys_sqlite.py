@@ -212,6 +212,8 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
     tid = schema.expr("runtime", "global_tid", "r")
     # Kernel launches are not copied again: each kernel row carries its launch (thread,
     # CPU start/end, correlation id). Copying 10^7 launch rows would double ingest time.
+    # CROSS JOIN keeps the calls the outer loop (each name one key search): with the names
+    # outside, SQLite scanned every call once per API name.
     not_launch = " AND ".join(f"a.name NOT GLOB '{pattern}'"
                               for pattern in schema.spec["kernel_launch_apis"]["patterns"])
     return schema.copier.copy(
@@ -224,9 +226,9 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
                    {schema.expr('runtime', 'end_ns', 'r')},
                    {schema.expr('runtime', 'correlation_id', 'r')}, {tid}, {tid} & {PID_MASK}
             FROM src."{runtime}" AS r
-            JOIN main.api_names AS a
-              ON a.run_id = :run_id AND a.source_key = COALESCE({name_key}, -1)
-             AND {not_launch}""",
+            CROSS JOIN main.api_names AS a
+            WHERE a.run_id = :run_id AND a.source_key = COALESCE({name_key}, -1)
+              AND {not_launch}""",
         params,
     )
 
@@ -333,22 +335,43 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
     text_expr = "CAST(e.text AS TEXT)"
     if "textId" in present:
         text_expr = f"COALESCE(CAST(e.text AS TEXT), {_string_lookup(schema, 'e.textId')})"
+    domain_join = ""
     if "domainId" in present:
-        domain_expr = f"""(SELECT MIN(d.text) FROM src."{nvtx}" AS d
-                           WHERE d.eventType = 75 AND d.domainId = e.domainId
-                             AND (d.globalTid & {PID_MASK}) = (e.globalTid & {PID_MASK}))"""
-        domain_expr = (f"CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL "
-                       f"ELSE {domain_expr} END")
+        _fill_domain_table(schema)
+        domain_expr = "CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL ELSE d.name END"
+        domain_join = f"""LEFT JOIN temp.tracekit_nvtx_domain AS d
+                            ON d.domain_id = e.domainId AND d.pid = (e.globalTid & {PID_MASK})"""
     else:
         domain_expr = "NULL"
-    return schema.copier.copy(
+    count = schema.copier.copy(
         "nvtx_ranges",
         ("run_id", "kind", "start_ns", "end_ns", "text", "domain", "global_tid", "global_pid"),
         f"""SELECT :run_id, CASE {kind_cases} END, e.start, e."end", {text_expr}, {domain_expr},
                    e.globalTid, e.globalTid & {PID_MASK}
-            FROM src."{nvtx}" AS e WHERE e.eventType IN ({wanted})""",
+            FROM src."{nvtx}" AS e {domain_join}
+            WHERE e.eventType IN ({wanted})""",
         params,
     )
+    schema.copier.prepare("DROP TABLE IF EXISTS temp.tracekit_nvtx_domain")
+    return count
+
+
+def _fill_domain_table(schema: SourceSchema) -> None:
+    """TEMP table of NVTX domain names, keyed by (domain id, process): one read of the events.
+
+    A domain's name is the text of its creation event (type 75) in the same process. Looked
+    up per event in a subquery, SQLite scanned every NVTX event for each event in a domain.
+    """
+    nvtx = schema.table("nvtx")
+    schema.copier.prepare("DROP TABLE IF EXISTS temp.tracekit_nvtx_domain")
+    schema.copier.prepare(
+        "CREATE TEMP TABLE tracekit_nvtx_domain (domain_id INTEGER, pid INTEGER, name TEXT, "
+        "PRIMARY KEY (domain_id, pid))")
+    schema.copier.prepare(f"""
+        INSERT INTO temp.tracekit_nvtx_domain
+        SELECT domainId, globalTid & {PID_MASK}, MIN(text) FROM src."{nvtx}"
+        WHERE eventType = 75 AND domainId IS NOT NULL
+        GROUP BY domainId, globalTid & {PID_MASK}""")
 
 
 def _copy_processes_and_threads(schema: SourceSchema, params: dict[str, Any]) -> None:
