@@ -1,0 +1,107 @@
+"""`tracekit analyze` grows linearly with the trace, per input kind, on real shapes.
+
+Each input is a real trace replicated with fresh ids (``tests/benchmarks/replicate.py``): the
+shape a longer profile of the same program has. The analysis of 8× the copies must take at most
+10× the time of the base (after a warm-up, in one process), a ratio that machine speed cancels
+out of. A quadratic join hides on small synthetic inputs and shows here: on the torch trace
+with shapes, the classifier's kernel ↔ CPU-op join made 8× the copies take ~19× the time.
+
+Base sizes are chosen so that the per-copy work, not the fixed cost of loading rules and
+classifying the (unchanging) unique names, dominates the base run. The fixtures recorded on
+an H200 run in CI; the traces of ``../shared/traces`` join them where present.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.replicate import replicate
+from tests.conftest import shared_traces_dir
+from tracekit.analysis import AnalysisOptions, analyze
+from tracekit.store import open_store
+from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
+GROWTH = 8
+MAX_RATIO = 10.0
+
+#: (id, trace, base copies): the fixtures made by tracekit's own capture on an H200
+FIXTURE_INPUTS = [
+    ("kineto-h200", FIXTURES / "torch-trace.pt.trace.json.gz", 4),
+    ("cupti-h200", FIXTURES / "cupti.jsonl.gz", 2),
+    ("ncu-h200", FIXTURES / "ncu.csv", 4),
+]
+#: the same, for the real traces recorded by others (skipped when ../shared is absent)
+SHARED_INPUTS = [
+    ("kineto-b200-vllm", "tracelens/b200__eager_trace.json.gz", 2),
+    ("kineto-h100-qwen", "tracelens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.redacted.json.gz", 2),
+    ("kineto-a100-nccl", "hta/nccl_parser_config__nccl_data.json.gz", 2),
+    ("nsys-h100-wan", "nsys-ai/h100_2gpu_1s.sqlite", 8),
+    ("nsys-h100-mfu", "nsys-ai/mfu_2gpu_before.sqlite", 8),
+]
+
+
+def analyze_seconds(trace: Path, store_path: Path) -> float:
+    """CPU time of the whole analysis (ingest, every stage, the document) into a new store.
+
+    CPU time of this process (its threads included), not wall time: what other processes do
+    on a busy machine then does not enter the ratio. The work is in-process SQL and Python.
+    """
+    store = open_store(str(store_path))
+    try:
+        start = time.process_time()
+        analyze(store, [trace], AnalysisOptions())
+        return time.process_time() - start
+    finally:
+        store.dispose()
+
+
+def assert_linear(source: Path, base_copies: int, tmp_path: Path) -> None:
+    suffix = "".join(s for s in source.suffixes if s != ".gz")
+    base = tmp_path / f"base{suffix}"
+    big = tmp_path / f"big{suffix}"
+    replicate(source, base, base_copies)
+    replicate(source, big, base_copies * GROWTH)
+    analyze_seconds(base, tmp_path / "warm.db")
+    small = min(analyze_seconds(base, tmp_path / f"base{i}.db") for i in range(2))
+    large = analyze_seconds(big, tmp_path / "big.db")
+    if large > MAX_RATIO * small:  # a busy machine only ever slows a run down: look again
+        large = min(large, analyze_seconds(big, tmp_path / "big2.db"))
+    assert large <= MAX_RATIO * small, (
+        f"{GROWTH}x the copies took {large / small:.1f}x the time "
+        f"({small:.2f} s -> {large:.2f} s): something in analyze grows faster than the trace")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("trace", "copies"), [(t, c) for _, t, c in FIXTURE_INPUTS],
+                         ids=[i for i, _, _ in FIXTURE_INPUTS])
+def test_fixture_traces_analyze_linearly(trace: Path, copies: int, tmp_path: Path) -> None:
+    assert_linear(trace, copies, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("relative", "copies"), [(r, c) for _, r, c in SHARED_INPUTS],
+                         ids=[i for i, _, _ in SHARED_INPUTS])
+def test_real_traces_analyze_linearly(relative: str, copies: int, tmp_path: Path) -> None:
+    base = shared_traces_dir()
+    if base is None or not (base / relative).exists():
+        pytest.skip(f"real trace {relative} not available")
+    assert_linear(base / relative, copies, tmp_path)
+
+
+@pytest.mark.slow
+def test_synthetic_nsys_export_analyzes_linearly(tmp_path: Path) -> None:
+    """nsys's real schema, two ranks, marker steps with prefill and decode GEMMs."""
+    gemm = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+            "execute_segment_k_off_kernel__5x_cublas")
+    scenario = Scenario(ranks=[RankSpec(pid=100 + rank, steps=[
+        StepSpec("execute_context_1(512)_generation_0(0)",
+                 [KernelSpec(gemm, 40_000, count=8)], repeat=25),
+        StepSpec("execute_context_0(0)_generation_8(8)",
+                 [KernelSpec(gemm, 9_000, count=8)], graph=True, repeat=100),
+    ]) for rank in range(2)])
+    source = write_scenario(scenario, tmp_path / "one.sqlite")
+    assert_linear(source, 2, tmp_path)
