@@ -125,7 +125,10 @@ def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
         if entry is None or (target is not None and "type" not in entry):
             missing.append(f"{group} token '{value}' is not in table _{table_name}.toml")
             continue
-        if target is not None:
+        if target == "operands":
+            labels.update({k: v for k, v in entry.items() if k != "type"})
+            labels["weights"] = labels["activations"] = entry["type"]
+        elif target is not None:
             labels[target] = entry["type"]
         else:
             labels.update({k: v for k, v in entry.items() if k != "type"})

@@ -310,14 +310,15 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
                 hint=_suggest(group, groups),
             )
         # "group = 'table'" merges the entry's labels; "group = {table='t', as='weights'}"
-        # puts the entry's ``type`` into that operand label (one table serves A and B).
+        # puts the entry's ``type`` into that operand label (one table serves A and B);
+        # as='operands' merges the labels and puts the type into weights and activations.
         target = None
         if isinstance(spec, dict):
             target = spec.get("as")
-            if target not in _OPERAND_LABELS:
+            if target not in (*_OPERAND_LABELS, "operands"):
                 raise RuleFileError(
                     f"{_where(path, text, group)}: decode.{group}.as must be one of "
-                    f"{', '.join(_OPERAND_LABELS)}"
+                    f"{', '.join(_OPERAND_LABELS)}, operands"
                 )
             spec = spec.get("table", "")
         decode.append((group, str(spec).lstrip("_").removesuffix(".toml"), target))
