@@ -1,17 +1,24 @@
-"""``tracekit rules list|test|explain``: inspect and test classification rules.
+"""``tracekit rules list|test|explain|accuracy``: inspect, test and score classification rules.
 
 ``rules test [DIR]`` is for people writing their own rule pack: it loads the built-in rules
 plus DIR and runs the examples of DIR's rules (all rules without DIR) against that combined
 ruleset, exiting 1 when one fails.
+
+``rules accuracy CORPUS…`` scores the rules against labelled names (JSON lines, the format of
+tracekit's own ``tests/corpus``): right-path rate, abstention rate and confident-wrong count per
+family, and the path x path confusion matrix. It is a subcommand rather than a test script so
+that a rule-pack author can score their pack (``--rules``) against names of their own.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from tracekit.classify import classify_name, load_ruleset
+from tracekit.classify import classify_name, classify_names, load_ruleset
+from tracekit.classify.corpus import load_corpus, render_score, score, score_as_dict
 from tracekit.classify.engine import all_matches
 from tracekit.classify.names import prepare
 from tracekit.classify.testing import check_examples
@@ -101,3 +108,21 @@ def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
             "of the matching rules"
         )
     click.echo(f"reason: {result.reason}")
+
+
+@rules.command("accuracy")
+@click.argument(
+    "corpus", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")
+@_RULES_OPTION
+def accuracy(corpus: tuple[Path, ...], as_json: bool, rule_dirs: tuple[Path, ...]) -> None:
+    """Score the rules on labelled names: CORPUS is JSON-lines files or folders of them."""
+    ruleset = load_ruleset(rule_dirs)
+    entries = load_corpus(corpus, ruleset.operand_types)
+    answers = classify_names([entry.name for entry in entries], ruleset)
+    result = score(entries, answers)
+    if as_json:
+        click.echo(json.dumps(score_as_dict(result), indent=1))
+    else:
+        click.echo(render_score(result))
