@@ -28,6 +28,7 @@ from tracekit.classify.corpus import (
 )
 from tracekit.classify.engine import derive_path
 from tracekit.classify.names import prepare
+from tracekit.classify.truncation import printers
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = Path(__file__).parent / "corpus"
@@ -41,7 +42,7 @@ UPDATE = os.environ.get("TRACEKIT_UPDATE_SNAPSHOT") == "1"
 #: the legacy source form of entries whose public file could not be traced to its repository;
 #: allowed only in kernel_names.jsonl, and their number may only go down
 LEGACY_SOURCE = re.compile(r"^github-code-index:\d+$")
-LEGACY_SOURCES_MAX = 111
+LEGACY_SOURCES_MAX = 109
 
 
 def test_corpus_is_large_and_covers_both_vendors_families():
@@ -95,21 +96,22 @@ def test_every_unknown_answer_says_why():
 
 
 def test_cut_names_never_get_another_path():
-    """Cut every full corpus name as nsys stats and torch's table would print it: the answer
-    must stay the full name's path or become ``unknown`` — never a different path."""
+    """Cut every full corpus name the way each marking printer of rules/_truncation.toml would
+    (nsys stats, torch's table …): the answer must stay the full name's path, or become
+    ``unknown`` with a ``truncated:`` reason — never a different path."""
+    cutters = [p for p in printers() if p.keep and p.mark]
+    assert {p.id for p in cutters} >= {"nsys-stats-column", "torch-table"}
     for entry, full in zip(ENTRIES, ANSWERS, strict=True):
         if prepare(entry.name).truncated or full.path == "unknown":
             continue
-        cuts = []
-        if len(entry.name) > 100:
-            cuts.append(entry.name[:99] + "…")
-        if len(entry.name) >= 52:
-            cuts.append(entry.name[:52] + "...")
+        cuts = sorted({p.cut(entry.name) for p in cutters} - {entry.name})
         for cut, answer in zip(cuts, classify_names(cuts, RULESET), strict=True):
             assert answer.path in (full.path, "unknown"), (
                 f"{entry.where}: cut {cut!r} answers {answer.path} ({answer.rule}), "
                 f"the full name {full.path}"
             )
+            if answer.path == "unknown":
+                assert answer.reason.startswith("truncated:"), (cut, answer.reason)
 
 
 def test_answers_match_the_reviewed_snapshot():

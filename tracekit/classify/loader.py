@@ -357,12 +357,31 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         exclude=_regexes(path, text, data, "exclude"),
         keywords=keywords,
         ignore_case=ignore_case,
-        needs_full_name=bool(data.get("needs_full_name", False)),
+        needs_full_name=_full_name_paths(path, text, data.get("needs_full_name", False)),
         labels=labels,
         decode=tuple(decode),
         requires_arch=_strings(path, text, data, "requires_arch"),
         reason=data.get("reason"),
         examples=tuple(examples),
+    )
+
+
+#: what ``needs_full_name = true`` stands for: the paths a rule can only conclude from the
+#: absence of a narrower operand type
+WIDE_PATHS: tuple[str, ...] = ("bf16", "fp16", "tf32", "fp32", "fp64")
+
+
+def _full_name_paths(path: Path, text: str, raw: Any) -> tuple[str, ...]:
+    """``needs_full_name``: false, true (the 16/32/64-bit paths), or a list of path words."""
+    if raw is False or raw is None:
+        return ()
+    if raw is True:
+        return WIDE_PATHS
+    if isinstance(raw, list) and all(isinstance(p, str) and p in PATHS for p in raw):
+        return tuple(raw)
+    raise RuleFileError(
+        f"{_where(path, text, 'needs_full_name')}: needs_full_name must be true, false or a list "
+        f"of path words ({', '.join(PATHS)})"
     )
 
 
