@@ -60,7 +60,7 @@ _RULE_KEYS = (
     *LABEL_KEYS,
 )
 _EXAMPLE_KEYS = ("name", "match", "note", "arch", *LABEL_KEYS)
-_TABLE_KEYS = ("description", "references", "case_insensitive", "entries", "kind")
+_TABLE_KEYS = ("description", "references", "case_insensitive", "entries", "kind", "example")
 _ENTRY_KEYS = (*LABEL_KEYS, "type", "note")
 _OPERAND_LABELS = ("weights", "activations", "accum")
 

@@ -21,7 +21,7 @@ from tracekit.classify import classify_name, classify_names, load_ruleset
 from tracekit.classify.corpus import load_corpus, render_score, score, score_as_dict
 from tracekit.classify.engine import all_matches
 from tracekit.classify.names import prepare
-from tracekit.classify.testing import check_examples
+from tracekit.table_examples import builtin_files, check_files
 
 _RULES_OPTION = click.option(
     "--rules",
@@ -53,23 +53,25 @@ def list_rules(rule_dirs: tuple[Path, ...]) -> None:
 @click.argument(
     "directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path)
 )
-def test_rules(directory: Path | None) -> None:
-    """Run the examples of the rules in DIRECTORY (default: every rule)."""
+@click.option("--strict", is_flag=True, help="Fail on a data file that has no examples.")
+def test_rules(directory: Path | None, strict: bool) -> None:
+    """Run the examples of every rule and table in DIRECTORY (default: all built-in data files:
+    rules, decode tables, phase markers and heuristics, log patterns, GPUs, checkpoints,
+    findings, truncation printers, parser specs)."""
     ruleset = load_ruleset([directory] if directory else [])
-    ids = (
-        {p.stem for p in directory.glob("*.toml") if not p.name.startswith("_")}
-        if directory
-        else None
-    )
-    count, failures = check_examples(ruleset, ids)
-    for failure in failures:
-        click.echo(f"FAIL {failure}")
-    rules_tested = len(ids) if ids is not None else len(ruleset.rules)
-    click.echo(
-        f"{count - len({(f.rule, f.index) for f in failures})}/{count} examples pass "
-        f"({rules_tested} rules)"
-    )
-    if failures:
+    files = sorted(directory.glob("*.toml")) if directory else builtin_files()
+    results = check_files(files, ruleset)
+    for result in results:
+        for failure in result.failures:
+            click.echo(f"FAIL {result.file}: {failure}")
+    untested = [r for r in results if r.untested]
+    for result in untested:
+        click.echo(f"UNTESTED {result.file} ({result.kind}): no examples")
+    examples = sum(r.examples for r in results)
+    failed = sum(len(r.failures) for r in results)
+    click.echo(f"{examples - failed}/{examples} examples pass in {len(results)} files"
+               f" ({len(untested)} without examples)")
+    if failed or (strict and untested):
         raise SystemExit(1)
 
 
