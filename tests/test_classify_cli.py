@@ -122,8 +122,8 @@ def test_rules_test_user_pack_reports_a_failing_example(tmp_path):
     )
     result = run("rules", "test", str(tmp_path))
     assert result.exit_code == 1
-    assert "FAIL mine example[0]" in result.output and "expected 'fp16'" in result.output
-    assert "1/2 examples pass (1 rules)" in result.output
+    assert "mine.toml: mine example[0]" in result.output and "expected 'fp16'" in result.output
+    assert "1/2 examples pass in 1 files" in result.output
 
 
 def test_rules_explain_lists_matches_and_winner():

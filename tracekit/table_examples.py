@@ -49,6 +49,12 @@ class TableResult:
     kind: str
     examples: int = 0
     failures: list[str] = field(default_factory=list)
+    #: examples that failed (one example can fail two checks: the rule alone and the ruleset)
+    failed: int = -1
+
+    @property
+    def failed_examples(self) -> int:
+        return self.failed if self.failed >= 0 else len(self.failures)
 
     @property
     def untested(self) -> bool:
@@ -68,6 +74,7 @@ def _rules(result: TableResult, path: Path, ruleset: Any) -> None:
     count, failures = check_examples(ruleset, {path.stem})
     result.examples += count
     result.failures.extend(str(f) for f in failures)
+    result.failed = len({(f.rule, f.index) for f in failures})
 
 
 def _decode_table(result: TableResult, path: Path, ruleset: Any) -> None:

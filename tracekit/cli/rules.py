@@ -68,7 +68,7 @@ def test_rules(directory: Path | None, strict: bool) -> None:
     for result in untested:
         click.echo(f"UNTESTED {result.file} ({result.kind}): no examples")
     examples = sum(r.examples for r in results)
-    failed = sum(len(r.failures) for r in results)
+    failed = sum(r.failed_examples for r in results)
     click.echo(f"{examples - failed}/{examples} examples pass in {len(results)} files"
                f" ({len(untested)} without examples)")
     if failed or (strict and untested):
