@@ -46,8 +46,8 @@ LEGACY_SOURCES_MAX = 109
 
 
 def test_corpus_is_large_and_covers_both_vendors_families():
-    assert len(ENTRIES) >= 370
-    assert sum(e.op in MATH_OPS for e in ENTRIES) >= 180
+    assert len(ENTRIES) >= 600
+    assert sum(e.op in MATH_OPS for e in ENTRIES) >= 350
     assert len({e.family for e in ENTRIES}) >= 30
 
 
