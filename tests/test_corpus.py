@@ -89,6 +89,17 @@ def test_accuracy_targets():
     )
 
 
+def test_the_readme_states_the_current_figures():
+    """README.md's accuracy table is the score of the corpus as it is (update both together)."""
+    result = score(ENTRIES, ANSWERS)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("<!-- accuracy-table -->")[1].split("<!-- /accuracy-table -->")[0]
+    row = (f"| {result.total.names} | {result.total.right_rate:.1%} | "
+           f"{result.total.abstention_rate:.1%} | {result.total.confident_wrong} |")
+    row = row.replace("%", " %")
+    assert row in table, f"README.md accuracy table should read: {row} (tracekit rules accuracy)"
+
+
 def test_every_unknown_answer_says_why():
     for entry, answer in zip(ENTRIES, ANSWERS, strict=True):
         if answer.path == "unknown":
