@@ -122,8 +122,8 @@ def test_rules_test_user_pack_reports_a_failing_example(tmp_path):
     )
     result = run("rules", "test", str(tmp_path))
     assert result.exit_code == 1
-    assert "FAIL mine example[0]" in result.output and "expected 'fp16'" in result.output
-    assert "1/2 examples pass (1 rules)" in result.output
+    assert "mine.toml: mine example[0]" in result.output and "expected 'fp16'" in result.output
+    assert "1/2 examples pass in 1 files" in result.output
 
 
 def test_rules_explain_lists_matches_and_winner():
@@ -148,11 +148,14 @@ def test_rules_explain_demangles():
 
 
 def test_corpus_through_the_command(tmp_path):
-    corpus = Path(__file__).parent / "corpus" / "kernel_names.jsonl"
-    rows = [json.loads(line) for line in corpus.read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for corpus in sorted((Path(__file__).parent / "corpus").glob("*.jsonl"))
+        for line in corpus.read_text(encoding="utf-8").splitlines()
+    ]
     names_file = tmp_path / "names.txt"
     names_file.write_text("\n".join(r["name"] for r in rows) + "\n", encoding="utf-8")
     result = run("classify", "--names-file", str(names_file), "--format", "jsonl")
     out = [json.loads(line) for line in result.output.splitlines()]
     assert len(out) == len(rows)
-    assert sum(o["path"] == r["path"] for o, r in zip(out, rows, strict=True)) / len(rows) >= 0.95
+    assert sum(o["path"] == r["path"] for o, r in zip(out, rows, strict=True)) / len(rows) >= 0.97

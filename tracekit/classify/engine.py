@@ -17,8 +17,8 @@ from tracekit.classify.model import Classification, Rule, RuleSet
 from tracekit.classify.names import KernelName
 
 _MATH_OPS = frozenset({"gemm", "grouped_gemm", "gemv", "attention"})
-#: paths a rule can only conclude when no narrower operand type appears in the rest of the name
-_WIDE_PATHS = frozenset({"bf16", "fp16", "tf32", "fp32", "fp64"})
+#: the reason prefix of every answer that is unknown because the name was cut
+TRUNCATED = "truncated"
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,10 @@ def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
         if entry is None or (target is not None and "type" not in entry):
             missing.append(f"{group} token '{value}' is not in table _{table_name}.toml")
             continue
-        if target is not None:
+        if target == "operands":
+            labels.update({k: v for k, v in entry.items() if k != "type"})
+            labels["weights"] = labels["activations"] = entry["type"]
+        elif target is not None:
             labels[target] = entry["type"]
         else:
             labels.update({k: v for k, v in entry.items() if k != "type"})
@@ -184,13 +187,13 @@ def best_match(text: str, ruleset: RuleSet) -> Match | None:
 
 def guard_truncation(match: Match, kname: KernelName) -> Match:
     """A rule that decides from what a name does *not* contain cannot decide a truncated name."""
-    if kname.truncated and match.rule.needs_full_name and match.path in _WIDE_PATHS:
+    if kname.truncated and match.path in match.rule.needs_full_name:
         return replace(
             match,
             path="unknown",
             reason=(
-                f"{match.rule.id} would say {match.path}, but only if no lower-precision operand "
-                "type follows, and the name was cut"
+                f"{TRUNCATED}: {kname.cut_note()}; {match.rule.id} would say {match.path}, "
+                "but only if no other operand type follows in the part that is gone"
             ),
         )
     return match
@@ -208,14 +211,15 @@ def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classificatio
     if not kname.text:
         return _unmatched(kname.original, "empty kernel name"), None
     match = best_match(kname.text, ruleset)
-    cut = " (the name was truncated; the part that would decide may be gone)"
     if match is None:
-        reason = "no rule matches this name" + (cut if kname.truncated else "")
+        reason = "no rule matches this name"
+        if kname.truncated:
+            reason = f"{TRUNCATED}: {kname.cut_note()}; no rule matches the part that is left"
         return _unmatched(kname.original, reason), None
     match = guard_truncation(match, kname)
     reason = match.reason
-    if match.path == "unknown" and kname.truncated:
-        reason += cut
+    if match.path == "unknown" and kname.truncated and not reason.startswith(TRUNCATED):
+        reason = f"{TRUNCATED}: {kname.cut_note()}, and the visible part does not decide: {reason}"
     confidence = match.rule.confidence if match.path != "unknown" else "low"
     if match.path == "unknown" and match.labels.get("op") not in _MATH_OPS:
         confidence = match.rule.confidence

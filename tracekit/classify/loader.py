@@ -60,7 +60,7 @@ _RULE_KEYS = (
     *LABEL_KEYS,
 )
 _EXAMPLE_KEYS = ("name", "match", "note", "arch", *LABEL_KEYS)
-_TABLE_KEYS = ("description", "references", "case_insensitive", "entries", "kind")
+_TABLE_KEYS = ("description", "references", "case_insensitive", "entries", "kind", "example")
 _ENTRY_KEYS = (*LABEL_KEYS, "type", "note")
 _OPERAND_LABELS = ("weights", "activations", "accum")
 
@@ -310,14 +310,15 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
                 hint=_suggest(group, groups),
             )
         # "group = 'table'" merges the entry's labels; "group = {table='t', as='weights'}"
-        # puts the entry's ``type`` into that operand label (one table serves A and B).
+        # puts the entry's ``type`` into that operand label (one table serves A and B);
+        # as='operands' merges the labels and puts the type into weights and activations.
         target = None
         if isinstance(spec, dict):
             target = spec.get("as")
-            if target not in _OPERAND_LABELS:
+            if target not in (*_OPERAND_LABELS, "operands"):
                 raise RuleFileError(
                     f"{_where(path, text, group)}: decode.{group}.as must be one of "
-                    f"{', '.join(_OPERAND_LABELS)}"
+                    f"{', '.join(_OPERAND_LABELS)}, operands"
                 )
             spec = spec.get("table", "")
         decode.append((group, str(spec).lstrip("_").removesuffix(".toml"), target))
@@ -356,12 +357,31 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         exclude=_regexes(path, text, data, "exclude"),
         keywords=keywords,
         ignore_case=ignore_case,
-        needs_full_name=bool(data.get("needs_full_name", False)),
+        needs_full_name=_full_name_paths(path, text, data.get("needs_full_name", False)),
         labels=labels,
         decode=tuple(decode),
         requires_arch=_strings(path, text, data, "requires_arch"),
         reason=data.get("reason"),
         examples=tuple(examples),
+    )
+
+
+#: what ``needs_full_name = true`` stands for: the paths a rule can only conclude from the
+#: absence of a narrower operand type
+WIDE_PATHS: tuple[str, ...] = ("bf16", "fp16", "tf32", "fp32", "fp64")
+
+
+def _full_name_paths(path: Path, text: str, raw: Any) -> tuple[str, ...]:
+    """``needs_full_name``: false, true (the 16/32/64-bit paths), or a list of path words."""
+    if raw is False or raw is None:
+        return ()
+    if raw is True:
+        return WIDE_PATHS
+    if isinstance(raw, list) and all(isinstance(p, str) and p in PATHS for p in raw):
+        return tuple(raw)
+    raise RuleFileError(
+        f"{_where(path, text, 'needs_full_name')}: needs_full_name must be true, false or a list "
+        f"of path words ({', '.join(PATHS)})"
     )
 
 

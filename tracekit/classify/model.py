@@ -154,9 +154,9 @@ class Rule:
     reason: str | None
     examples: tuple[Example, ...]
     ignore_case: bool = False
-    #: the rule decides from the absence of other types (a 16-bit operand and no 8/4-bit one),
-    #: so a truncated name cannot be decided by it
-    needs_full_name: bool = False
+    #: paths this rule concludes from what the name does *not* contain (a 16-bit operand and no
+    #: 8/4-bit one, an FP4 operand and no FP8 one): a truncated name cannot be decided with them
+    needs_full_name: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
-"""Kernel names as profilers print them: mangled, demangled, or cut at 100 characters.
+"""Kernel names as profilers print them: mangled, demangled, or cut short.
 
 Rules match demangled text, so Itanium ``_Z…`` names are demangled first (cxxfilt wraps the
-platform's ``__cxa_demangle``; if it fails the raw name is kept). ``nsys stats`` cuts long
-names with ``…`` and torch tables with ``...``; the marker is removed and the name flagged, so
-a rule can still decide from what is left while a family catch-all answers ``unknown`` when
-the deciding part is gone.
+platform's ``__cxa_demangle``; if it fails the raw name is kept). Profilers cut long names and
+mark the cut (``nsys stats`` keeps 99 characters + ``…``, torch's table 52 + ``...``; the limits
+and their sources are in ``rules/_truncation.toml``): the mark is removed and the name flagged,
+so a rule can still decide from what is left while a rule whose answer could change beyond the
+cut answers ``unknown`` with a ``truncated:`` reason.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-TRUNCATION_MARKERS: tuple[str, ...] = ("…", "...")
+from tracekit.classify.truncation import marks, printer_of
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,16 @@ class KernelName:
     text: str
     truncated: bool
     demangled: bool
+    #: the printer whose limit matches the cut (``nsys-stats-column``, ``torch-table``), if known
+    cut_by: str | None = None
+
+    def cut_note(self) -> str:
+        """How the name was cut, for reasons: which printer, or just that it was."""
+        if not self.truncated:
+            return ""
+        if self.cut_by:
+            return f"the name was cut by {self.cut_by}"
+        return "the name was cut"
 
 
 @lru_cache(maxsize=65536)
@@ -40,12 +51,16 @@ def demangle(name: str) -> str | None:
 
 
 def prepare(name: str) -> KernelName:
-    """Strip whitespace and truncation markers, demangle; never raises."""
+    """Strip whitespace and truncation marks, demangle; never raises."""
     text = name.strip()
     truncated = False
-    for marker in TRUNCATION_MARKERS:
-        if text.endswith(marker):
-            text = text[: -len(marker)].rstrip()
+    cut_by = None
+    for mark in marks():
+        if text.endswith(mark):
+            visible = text[: -len(mark)]
+            printer = printer_of(visible, mark)
+            cut_by = printer.id if printer else None
+            text = visible.rstrip()
             truncated = True
             break
     demangled = False
@@ -53,4 +68,5 @@ def prepare(name: str) -> KernelName:
         plain = demangle(text)
         if plain is not None:
             text, demangled = plain, True
-    return KernelName(original=name, text=text, truncated=truncated, demangled=demangled)
+    return KernelName(original=name, text=text, truncated=truncated, demangled=demangled,
+                      cut_by=cut_by)

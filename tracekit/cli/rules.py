@@ -1,20 +1,27 @@
-"""``tracekit rules list|test|explain``: inspect and test classification rules.
+"""``tracekit rules list|test|explain|accuracy``: inspect, test and score classification rules.
 
 ``rules test [DIR]`` is for people writing their own rule pack: it loads the built-in rules
 plus DIR and runs the examples of DIR's rules (all rules without DIR) against that combined
 ruleset, exiting 1 when one fails.
+
+``rules accuracy CORPUS…`` scores the rules against labelled names (JSON lines, the format of
+tracekit's own ``tests/corpus``): right-path rate, abstention rate and confident-wrong count per
+family, and the path x path confusion matrix. It is a subcommand rather than a test script so
+that a rule-pack author can score their pack (``--rules``) against names of their own.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from tracekit.classify import classify_name, load_ruleset
+from tracekit.classify import classify_name, classify_names, load_ruleset
+from tracekit.classify.corpus import load_corpus, render_score, score, score_as_dict
 from tracekit.classify.engine import all_matches
 from tracekit.classify.names import prepare
-from tracekit.classify.testing import check_examples
+from tracekit.table_examples import builtin_files, check_files
 
 _RULES_OPTION = click.option(
     "--rules",
@@ -46,23 +53,25 @@ def list_rules(rule_dirs: tuple[Path, ...]) -> None:
 @click.argument(
     "directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path)
 )
-def test_rules(directory: Path | None) -> None:
-    """Run the examples of the rules in DIRECTORY (default: every rule)."""
+@click.option("--strict", is_flag=True, help="Fail on a data file that has no examples.")
+def test_rules(directory: Path | None, strict: bool) -> None:
+    """Run the examples of every rule and table in DIRECTORY (default: all built-in data files:
+    rules, decode tables, phase markers and heuristics, log patterns, GPUs, checkpoints,
+    findings, truncation printers, parser specs)."""
     ruleset = load_ruleset([directory] if directory else [])
-    ids = (
-        {p.stem for p in directory.glob("*.toml") if not p.name.startswith("_")}
-        if directory
-        else None
-    )
-    count, failures = check_examples(ruleset, ids)
-    for failure in failures:
-        click.echo(f"FAIL {failure}")
-    rules_tested = len(ids) if ids is not None else len(ruleset.rules)
-    click.echo(
-        f"{count - len({(f.rule, f.index) for f in failures})}/{count} examples pass "
-        f"({rules_tested} rules)"
-    )
-    if failures:
+    files = sorted(directory.glob("*.toml")) if directory else builtin_files()
+    results = check_files(files, ruleset)
+    for result in results:
+        for failure in result.failures:
+            click.echo(f"FAIL {result.file}: {failure}")
+    untested = [r for r in results if r.untested]
+    for result in untested:
+        click.echo(f"UNTESTED {result.file} ({result.kind}): no examples")
+    examples = sum(r.examples for r in results)
+    failed = sum(r.failed_examples for r in results)
+    click.echo(f"{examples - failed}/{examples} examples pass in {len(results)} files"
+               f" ({len(untested)} without examples)")
+    if failed or (strict and untested):
         raise SystemExit(1)
 
 
@@ -101,3 +110,21 @@ def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
             "of the matching rules"
         )
     click.echo(f"reason: {result.reason}")
+
+
+@rules.command("accuracy")
+@click.argument(
+    "corpus", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")
+@_RULES_OPTION
+def accuracy(corpus: tuple[Path, ...], as_json: bool, rule_dirs: tuple[Path, ...]) -> None:
+    """Score the rules on labelled names: CORPUS is JSON-lines files or folders of them."""
+    ruleset = load_ruleset(rule_dirs)
+    entries = load_corpus(corpus, ruleset.operand_types)
+    answers = classify_names([entry.name for entry in entries], ruleset)
+    result = score(entries, answers)
+    if as_json:
+        click.echo(json.dumps(score_as_dict(result), indent=1))
+    else:
+        click.echo(render_score(result))

@@ -1,0 +1,197 @@
+"""The labelled kernel-name corpus: its format, the accuracy targets, and the answer snapshot.
+
+Every ``tests/corpus/*.jsonl`` file is read; a new file needs no registration. The snapshot
+(``tests/corpus/snapshot/<file>.jsonl``) records every name's full answer, the way ruff and
+semgrep keep reviewed outputs: any rule change that alters an answer fails here, printing the
+changed answers, until the snapshot is updated on purpose with
+
+    TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/test_corpus.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tracekit.classify import classify_names, load_ruleset
+from tracekit.classify.corpus import (
+    corpus_files,
+    load_corpus,
+    score,
+    snapshot_diff,
+    snapshot_lines,
+)
+from tracekit.classify.engine import derive_path
+from tracekit.classify.names import prepare
+from tracekit.classify.truncation import printers
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS_DIR = Path(__file__).parent / "corpus"
+SNAPSHOT_DIR = CORPUS_DIR / "snapshot"
+RULESET = load_ruleset(use_env=False)
+ENTRIES = load_corpus([CORPUS_DIR], RULESET.operand_types)
+ANSWERS = classify_names([e.name for e in ENTRIES], RULESET)
+MATH_OPS = {"gemm", "grouped_gemm", "gemv", "attention"}
+UPDATE = os.environ.get("TRACEKIT_UPDATE_SNAPSHOT") == "1"
+
+#: the legacy source form of entries whose public file could not be traced to its repository;
+#: allowed only in kernel_names.jsonl, and their number may only go down
+LEGACY_SOURCE = re.compile(r"^github-code-index:\d+$")
+LEGACY_SOURCES_MAX = 109
+
+
+def test_corpus_is_large_and_covers_both_vendors_families():
+    assert len(ENTRIES) >= 600
+    assert sum(e.op in MATH_OPS for e in ENTRIES) >= 350
+    assert len({e.family for e in ENTRIES}) >= 30
+
+
+def test_sources_are_public_and_checkable():
+    legacy = 0
+    for entry in ENTRIES:
+        for value in (entry.source, entry.why, entry.note or ""):
+            assert "shared/" not in value and "engines.md" not in value, entry.where
+        if LEGACY_SOURCE.match(entry.source):
+            assert Path(entry.file).name == "kernel_names.jsonl", entry.where
+            legacy += 1
+        elif entry.source.startswith("fixtures/"):
+            assert (ROOT / entry.source.split()[0]).exists(), entry.where
+        else:
+            assert entry.source.startswith("https://"), entry.where
+    assert legacy <= LEGACY_SOURCES_MAX
+
+
+def test_operand_types_agree_with_the_path():
+    """Where the operand pair decides a path (engine.derive_path), it must be the labelled one."""
+    for entry in ENTRIES:
+        if entry.op not in MATH_OPS or entry.path == "unknown" or None in (
+            entry.weights, entry.activations
+        ):
+            continue
+        derived = derive_path(entry.weights, entry.activations, RULESET.operand_types)
+        assert derived in (None, entry.path), f"{entry.where}: operands give {derived}"
+
+
+def test_accuracy_targets():
+    result = score(ENTRIES, ANSWERS)
+    wrong = "\n".join(
+        f"{e.path} -> {r.path} [{r.rule}] {e.name[:100]} ({e.where})"
+        for e, r in result.confident_wrong
+    )
+    assert not result.confident_wrong, "confident wrong answers:\n" + wrong
+    assert result.total.right_rate >= 0.97, "\n".join(
+        f"{e.path} -> {r.path} [{r.rule}] {e.name[:100]}" for e, r in result.misses
+    )
+
+
+def test_the_readme_states_the_current_figures():
+    """README.md's accuracy table is the score of the corpus as it is (update both together)."""
+    result = score(ENTRIES, ANSWERS)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("<!-- accuracy-table -->")[1].split("<!-- /accuracy-table -->")[0]
+    row = (f"| {result.total.names} | {result.total.right_rate:.1%} | "
+           f"{result.total.abstention_rate:.1%} | {result.total.confident_wrong} |")
+    row = row.replace("%", " %")
+    assert row in table, f"README.md accuracy table should read: {row} (tracekit rules accuracy)"
+
+
+def test_every_unknown_answer_says_why():
+    for entry, answer in zip(ENTRIES, ANSWERS, strict=True):
+        if answer.path == "unknown":
+            assert answer.reason, entry.where
+
+
+def test_cut_names_never_get_another_path():
+    """Cut every full corpus name the way each marking printer of rules/_truncation.toml would
+    (nsys stats, torch's table …): the answer must stay the full name's path, or become
+    ``unknown`` with a ``truncated:`` reason — never a different path."""
+    cutters = [p for p in printers() if p.keep and p.mark]
+    assert {p.id for p in cutters} >= {"nsys-stats-column", "torch-table"}
+    for entry, full in zip(ENTRIES, ANSWERS, strict=True):
+        if prepare(entry.name).truncated or full.path == "unknown":
+            continue
+        cuts = sorted({p.cut(entry.name) for p in cutters} - {entry.name})
+        for cut, answer in zip(cuts, classify_names(cuts, RULESET), strict=True):
+            assert answer.path in (full.path, "unknown"), (
+                f"{entry.where}: cut {cut!r} answers {answer.path} ({answer.rule}), "
+                f"the full name {full.path}"
+            )
+            if answer.path == "unknown":
+                assert answer.reason.startswith("truncated:"), (cut, answer.reason)
+
+
+def test_answers_match_the_reviewed_snapshot():
+    by_file: dict[str, list] = {}
+    for entry, answer in zip(ENTRIES, ANSWERS, strict=True):
+        by_file.setdefault(Path(entry.file).stem, []).append(answer)
+    problems: list[str] = []
+    for stem, answers in sorted(by_file.items()):
+        target = SNAPSHOT_DIR / f"{stem}.jsonl"
+        current = snapshot_lines(answers)
+        if UPDATE:
+            SNAPSHOT_DIR.mkdir(exist_ok=True)
+            target.write_text("\n".join(current) + "\n", encoding="utf-8")
+            continue
+        recorded = target.read_text(encoding="utf-8").splitlines() if target.exists() else []
+        problems.extend(f"{stem}: {line}" for line in snapshot_diff(recorded, current))
+    if not UPDATE:
+        stale = {p.stem for p in SNAPSHOT_DIR.glob("*.jsonl")} - set(by_file)
+        problems.extend(f"{stem}: snapshot of a corpus file that is gone" for stem in stale)
+    assert not problems, (
+        "classifier answers differ from the reviewed snapshot; if intended, run\n"
+        "  TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/test_corpus.py\n" + "\n".join(problems)
+    )
+
+
+def test_snapshot_diff_reports_changed_added_and_removed_names():
+    old = [json.dumps({"name": "a", "path": "bf16", "rule": "r"}),
+           json.dumps({"name": "b", "path": "fp8", "rule": "r"})]
+    new = [json.dumps({"name": "a", "path": "unknown", "rule": "r"}),
+           json.dumps({"name": "c", "path": "fp4", "rule": "s"})]
+    lines = snapshot_diff(old, new)
+    assert lines == ["~ a: path 'bf16' -> 'unknown'", "- b", "+ c: fp4 (s)"]
+
+
+def test_corpus_files_are_every_jsonl_in_the_folder():
+    files = corpus_files([CORPUS_DIR])
+    assert files == sorted(CORPUS_DIR.glob("*.jsonl"))
+    assert Counter(Path(e.file).name for e in ENTRIES).keys() == {f.name for f in files}
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{", "not a JSON object"),
+        ('{"name": "x"}', "missing path"),
+        ('{"name": "x", "path": "fp9", "op": "gemm", "weights": null, "activations": null, '
+         '"family": "f", "source": "https://x", "why": "y"}', "path 'fp9'"),
+        ('{"name": "x", "path": "fp8", "op": "gemm", "weights": "e9m9", "activations": null, '
+         '"family": "f", "source": "https://x", "why": "y"}', "weights 'e9m9'"),
+        ('{"name": "x", "path": "fp8", "op": "gemm", "weights": null, "activations": null, '
+         '"family": "f", "source": "https://x", "why": "y", "extra": 1}', "unknown key extra"),
+    ],
+)
+def test_bad_corpus_lines_are_named_by_file_and_line(tmp_path, line, message):
+    from tracekit.errors import InputError
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(message)) as info:
+        load_corpus([bad], RULESET.operand_types)
+    assert f"{bad}:1" in str(info.value)
+
+
+def test_a_name_labelled_twice_is_refused(tmp_path):
+    from tracekit.errors import InputError
+
+    line = ('{"name": "x", "path": "unknown", "op": "other", "weights": null, '
+            '"activations": null, "family": "f", "source": "https://x", "why": "y"}')
+    (tmp_path / "a.jsonl").write_text(line + "\n", encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="already labelled"):
+        load_corpus([tmp_path], RULESET.operand_types)

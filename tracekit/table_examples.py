@@ -1,0 +1,293 @@
+"""Run the examples every TOML table carries, the way ``semgrep --test`` runs rule fixtures.
+
+Each data file of ``rules/`` and ``parsers/`` states what it means through examples next to the
+data; this module knows, per kind of file, how to check them:
+
+========================  =====================================================================
+classification rule       rules/<id>.toml ``[[example]]`` (tracekit.classify.testing)
+decode table              rules/_<table>.toml ``[[example]]``: a real kernel name the winning
+                          rule decodes through this table, with the labels it must get
+vocabulary                rules/_paths.toml ``[[example]]``: an operand pair and the path it gives
+truncation                rules/_truncation.toml ``[[printer.example]]``: full name -> printed
+phase markers             rules/_phase_markers.toml ``[[marker.match]]`` / ``no_match``
+phase heuristics          rules/_phase_heuristics.toml ``examples`` / ``counter_examples``
+log patterns              rules/_log_patterns.toml ``examples`` (engine log lines)
+GPUs                      rules/_gpus.toml ``[[name]] examples`` (device names),
+                          ``[[kernel_arch]] examples`` / ``not_examples``
+checkpoints               rules/_checkpoints.toml ``[[example]]``: a config JSON and its path
+findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
+parser specs              parsers/<id>.toml ``[[example]]``: a file's first bytes (and SQLite
+                          tables) that this spec, and no earlier one, must claim
+========================  =====================================================================
+
+A table without examples is reported as untested (``tracekit rules test --strict`` fails on it).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import TracekitError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+
+@dataclass
+class TableResult:
+    """The examples of one data file: how many ran, and what failed."""
+
+    file: str
+    kind: str
+    examples: int = 0
+    failures: list[str] = field(default_factory=list)
+    #: examples that failed (one example can fail two checks: the rule alone and the ruleset)
+    failed: int = -1
+
+    @property
+    def failed_examples(self) -> int:
+        return self.failed if self.failed >= 0 else len(self.failures)
+
+    @property
+    def untested(self) -> bool:
+        return self.examples == 0
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+# --- checkers, one per kind of file --------------------------------------------------------------
+
+
+def _rules(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.classify.testing import check_examples
+
+    count, failures = check_examples(ruleset, {path.stem})
+    result.examples += count
+    result.failures.extend(str(f) for f in failures)
+    result.failed = len({(f.rule, f.index) for f in failures})
+
+
+def _decode_table(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.classify import classify_name
+    from tracekit.classify.engine import best_match
+    from tracekit.classify.names import prepare
+
+    table = path.stem[1:]
+    users = {rule.id for rule in ruleset.rules if any(t == table for _, t, _ in rule.decode)}
+    for index, raw in enumerate(_read(path).get("example", [])):
+        result.examples += 1
+        name = raw["name"]
+        match = best_match(prepare(name).text, ruleset)
+        if match is None or match.rule.id not in users:
+            winner = match.rule.id if match else "no rule"
+            result.failures.append(f"example[{index}] {name[:90]!r}: {winner} wins, "
+                                   f"not a rule decoding through _{table}.toml")
+            continue
+        answer = classify_name(name, ruleset, arch=raw.get("arch"))
+        for key, want in raw.items():
+            if key in ("name", "note", "arch"):
+                continue
+            got = getattr(answer, key, None)
+            if got != want:
+                result.failures.append(f"example[{index}] {name[:90]!r}: {key} is {got!r}, "
+                                       f"expected {want!r}")
+
+
+def _vocabulary(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.classify.engine import derive_path
+
+    for index, raw in enumerate(_read(path).get("example", [])):
+        result.examples += 1
+        got = derive_path(raw.get("weights"), raw.get("activations"), ruleset.operand_types)
+        if (got or "unknown") != raw["path"]:
+            result.failures.append(f"example[{index}] weights={raw.get('weights')} activations="
+                                   f"{raw.get('activations')}: path {got!r}, expected "
+                                   f"{raw['path']!r}")
+
+
+def _truncation(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.classify.truncation import parse_printers
+
+    for printer in parse_printers(_read(path), str(path)):
+        for full, printed in printer.examples:
+            result.examples += 1
+            if printer.cut(full) != printed:
+                result.failures.append(f"{printer.id}: {full[:60]!r} prints as "
+                                       f"{printer.cut(full)!r}, expected {printed!r}")
+
+
+def _phase_markers(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.phases.markers import check_examples, parse_marker_file
+
+    markers = parse_marker_file(path.read_text(encoding="utf-8"), str(path))
+    result.examples += sum(len(m.matches) + len(m.no_match) for m in markers.markers)
+    result.failures.extend(check_examples(markers))
+
+
+def _phase_heuristics(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.phases.heuristics import load_signals
+
+    signals = load_signals()
+    for signal in signals.signals:
+        for example in signal.examples:
+            result.examples += 1
+            found = signals.match(example)
+            if found is None or found.id != signal.id:
+                result.failures.append(f"{signal.id}: {example[:80]!r} matched by "
+                                       f"{found.id if found else None}")
+        for example in signal.counter_examples:
+            result.examples += 1
+            found = signals.match(example)
+            if found is not None and found.id == signal.id:
+                result.failures.append(f"{signal.id}: {example[:80]!r} must not match")
+
+
+def _log_patterns(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.expect.logs import match_line
+
+    for row in _read(path).get("pattern", []):
+        for example in row.get("examples", []):
+            result.examples += 1
+            evidence = match_line(example, 1)
+            if evidence is None or evidence.rule != row["id"]:
+                got = evidence.rule if evidence else None
+                result.failures.append(f"{row['id']}: {example[:80]!r} matched by {got}")
+
+
+def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.expect.gpu import arch_from_gpu_name, kernel_archs
+
+    data = _read(path)
+    for row in data.get("name", []):
+        for example in row.get("examples", []):
+            result.examples += 1
+            got = arch_from_gpu_name(example)
+            if got != row["arch"]:
+                result.failures.append(f"[[name]] {row['regex']}: {example!r} gives {got}, "
+                                       f"expected {row['arch']}")
+    for row in data.get("kernel_arch", []):
+        for example in row.get("examples", []):
+            result.examples += 1
+            if not kernel_archs(example):
+                result.failures.append(f"[[kernel_arch]] {row['id']}: {example!r} gives no arch")
+        for example in row.get("not_examples", []):
+            result.examples += 1
+            if kernel_archs(example):
+                result.failures.append(f"[[kernel_arch]] {row['id']}: {example!r} must give none")
+
+
+def _checkpoints(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.expect.checkpoint import read_declaration
+
+    for index, raw in enumerate(_read(path).get("example", [])):
+        result.examples += 1
+        with tempfile.TemporaryDirectory() as folder:
+            config = Path(folder) / raw.get("file", "config.json")
+            config.write_text(json.dumps(json.loads(raw["config"])), encoding="utf-8")
+            try:
+                declaration = read_declaration(config)
+            except TracekitError as exc:
+                result.failures.append(f"example[{index}]: {exc.one_line()}")
+                continue
+        for key in ("path", "scheme", "quant"):
+            if key in raw and getattr(declaration, key) != raw[key]:
+                result.failures.append(f"example[{index}]: {key} is "
+                                       f"{getattr(declaration, key)!r}, expected {raw[key]!r}")
+
+
+def _findings(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.findings.rules import load_rules
+
+    rules = load_rules()
+    for row in _read(path).get("rule", []):
+        rule = rules.rules[row["id"]]
+        for index, example in enumerate(row.get("example", [])):
+            result.examples += 1
+            fields = example.get("fields", {})
+            missing = set(row.get("fields", [])) - set(fields)
+            if missing:
+                result.failures.append(f"{row['id']} example[{index}]: no value for "
+                                       f"{sorted(missing)}")
+                continue
+            try:
+                message = rule.render(**fields)
+            except TracekitError as exc:
+                result.failures.append(f"{row['id']} example[{index}]: {exc.one_line()}")
+                continue
+            if message != example["message"]:
+                result.failures.append(f"{row['id']} example[{index}]: renders {message!r}")
+
+
+def _parser(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.ingest.detect import Sniff, matches
+    from tracekit.ingest.spec import builtin_specs
+
+    spec_id = _read(path)["id"]
+    specs = builtin_specs()
+    for index, raw in enumerate(_read(path).get("example", [])):
+        result.examples += 1
+        head = raw["head"].encode("utf-8")
+        tables = raw.get("sqlite_tables")
+        sniffed = Sniff(Path(raw.get("file", "trace")), head, head, bool(raw.get("gzip")),
+                        frozenset(tables) if tables is not None else None)
+        first = next((spec.id for spec in specs if matches(spec, sniffed)), None)
+        wanted = raw.get("match", True)
+        if wanted and first != spec_id:
+            result.failures.append(f"example[{index}] {raw.get('file')}: claimed by {first}")
+        if not wanted and first == spec_id:
+            result.failures.append(f"example[{index}] {raw.get('file')}: must not be claimed")
+
+
+#: table file name -> (kind, checker); rule files and other decode tables are found by shape
+_KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
+    "_paths.toml": ("vocabulary", _vocabulary),
+    "_truncation.toml": ("truncation", _truncation),
+    "_phase_markers.toml": ("phase markers", _phase_markers),
+    "_phase_heuristics.toml": ("phase heuristics", _phase_heuristics),
+    "_log_patterns.toml": ("log patterns", _log_patterns),
+    "_gpus.toml": ("GPUs", _gpus),
+    "_checkpoints.toml": ("checkpoints", _checkpoints),
+    "_findings.toml": ("findings", _findings),
+}
+
+
+def builtin_files() -> list[Path]:
+    """Every data file shipped with tracekit: rules/*.toml and parsers/*.toml."""
+    rules = Path(str(resources.files("tracekit.rules")))
+    parsers = Path(str(resources.files("tracekit.parsers")))
+    return sorted(rules.glob("*.toml")) + sorted(parsers.glob("*.toml"))
+
+
+def check_files(files: Iterable[Path], ruleset: Any) -> list[TableResult]:
+    """Run the examples of each file; one result per file, in the order given."""
+    results = []
+    checker: Callable[[TableResult, Path, Any], None]
+    for path in files:
+        if path.parent.name == "parsers" or path.parent == Path(
+            str(resources.files("tracekit.parsers"))
+        ):
+            kind, checker = "parser spec", _parser
+        elif not path.name.startswith("_"):
+            kind, checker = "rule", _rules
+        elif path.name in _KNOWN:
+            kind, checker = _KNOWN[path.name]
+        else:
+            kind, checker = "decode table", _decode_table
+        result = TableResult(file=f"{path.parent.name}/{path.name}", kind=kind)
+        try:
+            checker(result, path, ruleset)
+        except (TracekitError, KeyError, ValueError, TypeError) as exc:
+            result.examples = max(result.examples, 1)
+            result.failures.append(f"cannot run the examples: {type(exc).__name__}: {exc}")
+        results.append(result)
+    return results
