@@ -181,3 +181,17 @@ def test_single_token_families_decide_on_cut_names(name, path):
 def test_names_that_do_not_carry_the_type_stay_unknown(name):
     result = classify_name(name, RULESET)
     assert result.path == "unknown" and result.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        # rocprof prints the code-object kernel descriptor: symbol + ".kd", often still mangled
+        ("_ZN5aiter19fmha_fwd_hd128_bf16E.kd", "bf16"),
+        ("_ZN5aiter47fmoe_bf16_blockscaleFp8_g1u1_vs_silu_1tg_32x256E.kd", "fp8"),
+        ("_gemm_afp4wfp4_kernel.kd", "fp4"),
+        ("mul_mat_q.kd", "unknown"),
+    ],
+)
+def test_rocprof_kernel_descriptor_suffix(name, path):
+    assert classify_name(name, RULESET).path == path
