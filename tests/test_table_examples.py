@@ -23,6 +23,11 @@ PENDING = {
     "rules/_tensile_types.toml",
     "rules/_triton_types.toml",
     "parsers/kineto-json-list.toml",
+    "rules/_rocm_aiter_types.toml",
+    "rules/_rocm_flydsl_types.toml",
+    "rules/_rocm_miopen_types.toml",
+    "rules/_triton_aiter_types.toml",
+    "rules/_triton_quant_types.toml",
 }
 
 
