@@ -30,9 +30,9 @@ def diff(run_a: str, run_b: str, store_url: str | None, as_json: bool,
       tracekit diff -2 -1 --html diff.html
       tracekit diff nvfp4-a nvfp4-b --json
     """
-    from tracekit.cli.report import resolve_run
     from tracekit.report.diff import diff_documents, render_diff
     from tracekit.report.document import build_document
+    from tracekit.store.selectors import resolve_run
 
     store = open_for(store_url, write=False)
     try:

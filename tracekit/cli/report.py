@@ -2,45 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
-from sqlalchemy import Connection, text
 
 from tracekit.cli.common import open_for, print_json, store_option
-from tracekit.errors import InputError
-
-RUN_HELP = "a run id, `latest`, -1 (latest), -2 (the one before), … or a run's label"
-
-
-def resolve_run(connection: Connection, token: str) -> int:
-    """The run id that ``token`` names (see ``RUN_HELP``)."""
-    token = token.strip()
-    ids = [row[0] for row in connection.execute(text("SELECT id FROM runs ORDER BY id"))]
-    if not ids:
-        raise InputError("the store holds no runs yet", hint="run `tracekit analyze TRACE`")
-    if token.lower() == "latest":
-        return int(ids[-1])
-    if re.fullmatch(r"-\d+", token):
-        index = int(token)
-        if index == 0 or -index > len(ids):
-            raise InputError(f"run {token}: the store holds {len(ids)} run(s)",
-                             hint="`tracekit runs` lists them")
-        return int(ids[index])
-    if token.isdigit():
-        if int(token) not in ids:
-            raise InputError(f"run {token} is not in the store",
-                             hint="`tracekit runs` lists them")
-        return int(token)
-    labelled = [row[0] for row in connection.execute(
-        text("SELECT id FROM runs WHERE label = :label ORDER BY id"), {"label": token})]
-    if len(labelled) == 1:
-        return int(labelled[0])
-    if labelled:
-        raise InputError(f"label {token!r} names runs {', '.join(map(str, labelled))}",
-                         hint="pass the run id")
-    raise InputError(f"no run {token!r}: expected {RUN_HELP}", hint="`tracekit runs` lists them")
+from tracekit.store.selectors import resolve_run
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
