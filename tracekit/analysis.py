@@ -51,6 +51,16 @@ class AnalysisResult:
     document: dict[str, Any]
 
 
+def check_inputs(paths: Sequence[Path], label: str | None) -> None:
+    """Refuse unreadable inputs and a label spelled like a run selector, before any store is
+    opened (so a bad call creates no store file)."""
+    from tracekit.ingest.pipeline import detect_inputs, expand_inputs
+    from tracekit.store.selectors import check_label
+
+    detect_inputs(expand_inputs(list(paths)))
+    check_label(label)
+
+
 def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> AnalysisResult:
     """Ingest ``paths`` (or find them in the store) and run every analysis stage."""
     from tracekit.phases.stage import IngestTimeSteps
