@@ -232,6 +232,32 @@ def test_bad_kernel_arguments_say_what_would_do(analyzed: dict[str, Any],
     assert raised.value.hint or "takes" in raised.value.message
 
 
+def test_chunked_reads_equal_one_read(analyzed: dict[str, Any],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracekit.api.frames as frames
+
+    run: Run = analyzed["fp4"]
+    whole, steps = run.kernels(columns=KERNEL_COLUMNS), run.steps()
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 7)
+    pd.testing.assert_frame_equal(run.kernels(columns=KERNEL_COLUMNS), whole)
+    pd.testing.assert_frame_equal(run.steps(), steps)
+
+
+def test_a_column_buffer_fits_the_rows_that_came() -> None:
+    """The row count is read before the rows: should it be off, the arrays follow the rows."""
+    from tracekit.api.frames import Column, _Buffer
+
+    grown = _Buffer(Column("x", "x", "nullable"), 2)
+    grown.add((1, -(2**63), 3))
+    grown.add((4, 5))
+    assert grown.finish().tolist() == [1, pd.NA, 3, 4, 5]
+    cut = _Buffer(Column("t", "t", "text"), 10)
+    cut.add(("a", None, "b", "a"))
+    values = cut.finish()
+    assert list(values.astype(object)) == ["a", np.nan, "b", "a"]
+    assert list(values.categories) == ["a", "b"]
+
+
 def test_steps(analyzed: dict[str, Any]) -> None:
     steps = analyzed["fallback"].steps()
     assert len(steps) == 50
@@ -446,27 +472,43 @@ def test_api_doctests(example: Path, tmp_path: Path) -> None:
 
 
 def test_readme_five_lines_reproduce_the_summary_tables(example: Path, tmp_path: Path) -> None:
+    """The README's lines, run as a notebook would (each expression's value kept): one
+    DataFrame per table of the terminal summary, equal to what the summary shows."""
+    import ast
+
     readme = (REPO / "README.md").read_text()
     section = readme.split("## From Python", 1)[1].split("\n## ", 1)[0]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
-    lines = [line for line in block.splitlines() if line.strip()]
-    assert len(lines) <= 5, lines
-    code = block.replace("examples/nvfp4_two_checkpoints", str(example))
+    assert len([line for line in block.splitlines() if line.strip()]) <= 5, block
+    source = block.replace("examples/nvfp4_two_checkpoints", str(example))
     namespace: dict[str, Any] = {}
+    shown: list[Any] = []
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+        for statement in ast.parse(source).body:
+            if isinstance(statement, ast.Expr):
+                value = eval(compile(ast.Expression(statement.value), "README", "eval"),
+                             namespace)
+                shown += list(value) if isinstance(value, tuple) else [value]
+            else:
+                exec(compile(ast.Module([statement], []), "README", "exec"), namespace)
     finally:
         os.chdir(cwd)
-    run = namespace["run"]
     assert (tmp_path / "tracekit.db").exists()
-    frames = [value for value in namespace.values() if isinstance(value, pd.DataFrame)]
-    frames += [item for value in namespace.values() if isinstance(value, tuple)
-               for item in value if isinstance(item, pd.DataFrame)]
+    run: Run = namespace["run"]
     document = run.document()
-    assert run.verdict == document["verdict"]
-    assert len(frames) >= 6  # devices, GEMM paths, phases, top kernels, launchers, findings
+    verdict, summary, devices, overall, phases, per_phase, top, launchers, findings = shown
+    assert verdict == document["verdict"]
+    assert summary["kernel_count"] == document["summary"]["kernel_count"]
+    assert list(devices["name"]) == [device["name"] for device in document["devices"]]
+    assert dict(zip(overall["path"], overall["time_ns"], strict=True)) == \
+        document["summary"]["gemm_ns_by_path"]
+    assert list(phases["gpu_ns"]) == [document["phases"][p]["gpu_ns"] for p in phases["phase"]]
+    assert set(per_phase["phase"]) == set(phases["phase"])
+    assert list(top["name"]) == [entry["name"] for entry in document["kernels"][:15]]
+    assert list(launchers["thread"]) == [item["thread"] for item in document["launchers"]]
+    assert list(findings["rule"]) == [item["rule"] for item in document["findings"]]
     run.store.close()
 
 
@@ -499,7 +541,10 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.mark.postgres
 def test_postgres_store_gives_the_same_frames(postgres_url: str, analyzed: dict[str, Any],
-                                              example: Path) -> None:
+                                              example: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracekit.api.frames as frames
+
     store = tracekit.open_store(postgres_url)
     run = tracekit.analyze(example / "w4a4-fallback-marlin.sqlite", model=analyzed["model"],
                            store=store, label="fallback")
@@ -507,6 +552,11 @@ def test_postgres_store_gives_the_same_frames(postgres_url: str, analyzed: dict[
     columns = [column for column in KERNEL_COLUMNS if column not in ("id", "step_id")]
     ours, theirs = run.kernels(columns=columns), sqlite_run.kernels(columns=columns)
     pd.testing.assert_frame_equal(ours, theirs)
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 7)  # rows split across COPY blocks
+    pd.testing.assert_frame_equal(run.kernels(columns=columns), theirs)
+    pd.testing.assert_frame_equal(run.steps().drop(columns=["id"]),
+                                  sqlite_run.steps().drop(columns=["id"]))
+    monkeypatch.undo()
     filtered = run.kernels(phase="decode", path="weight_only")
     assert len(filtered) == 1536
     for table in ("names", "phases", "findings", "launchers", "devices"):

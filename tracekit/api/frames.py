@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Connection
 
+from tracekit.errors import StoreError
 from tracekit.store.db import Store
 
 #: rows per fetch: big enough to amortize the driver's calls, small next to a big frame
@@ -106,7 +107,7 @@ class _Buffer:
         self.filled = end
         return window
 
-    def add(self, raw: tuple[Any, ...]) -> None:
+    def add(self, raw: Sequence[Any]) -> None:
         """Append one chunk of this column's values (as the driver gave them)."""
         column = self.column
         window = self._room(len(raw))
@@ -116,7 +117,7 @@ class _Buffer:
                               for value in uniques] + [-1], dtype=np.int64)
             self.values[window] = remap[codes]  # a missing value (-1) picks the last: -1
             return
-        values = np.asarray(raw, dtype=np.int64)
+        values = np.array(raw, dtype=np.int64)  # a copy: the NULL stand-ins are overwritten
         if column.positions_of is not None:
             self.values[window] = positions(column.positions_of, values)
             return
@@ -166,22 +167,72 @@ def _small_page_cache(store: Store, connection: Connection) -> Iterator[None]:
         connection.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
 
 
-@contextmanager
-def _cursor(store: Store, connection: Connection, sql: str) -> Iterator[Any]:
-    """The driver's cursor over ``sql``: server-side on PostgreSQL, so rows stream."""
+def _row_chunks(store: Store, connection: Connection, sql: str, columns: Sequence[Column]
+                ) -> Iterator[Sequence[Sequence[Any]]]:
+    """Chunks of the result, each as one sequence of values per column."""
     raw: Any = connection.connection.dbapi_connection
-    if store.is_postgres:
-        cursor = raw.cursor(name="tracekit_frame")
-        cursor.itersize = CHUNK_ROWS
-    else:
-        cursor = raw.cursor()
+    if store.is_postgres and all(column.kind != "text" for column in columns):
+        yield from _binary_copy_chunks(raw, sql, len(columns))
+        return
+    # Server-side on PostgreSQL, so rows stream (SQLite's cursor streams by itself).
+    cursor = raw.cursor(name="tracekit_frame") if store.is_postgres else raw.cursor()
     try:
         cursor.execute(sql)
-        yield cursor
+        while rows := cursor.fetchmany(CHUNK_ROWS):
+            yield list(zip(*rows, strict=True))
+            del rows
     finally:
         cursor.close()
-        if not store.is_sqlite:
-            connection.rollback()
+
+
+#: PostgreSQL's binary COPY: signature, flags, header extension length
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+_COPY_HEADER = len(_COPY_SIGNATURE) + 8
+_COPY_TRAILER = b"\xff\xff"
+
+
+def _binary_copy_chunks(raw: Any, sql: str, width: int) -> Iterator[list[np.ndarray]]:
+    """Integer columns through ``COPY … TO STDOUT (FORMAT BINARY)``: every row is the same
+    number of bytes (a field count, then length and big-endian value per bigint), so numpy
+    reads whole blocks of rows at once, with no Python object per value."""
+    row = np.dtype([("fields", ">i2")] + [item for index in range(width) for item in (
+        (f"length{index}", ">i4"), (f"value{index}", ">i8"))])
+    pending = bytearray()
+    header_read = False
+    with raw.cursor() as cursor, cursor.copy(
+            f"COPY ({sql}) TO STDOUT (FORMAT BINARY)") as copy:
+        for block in copy:
+            pending += block
+            if not header_read:
+                if len(pending) < _COPY_HEADER:
+                    continue
+                if not pending.startswith(_COPY_SIGNATURE):
+                    raise StoreError("PostgreSQL sent a binary COPY this tracekit cannot read")
+                extension = int.from_bytes(pending[_COPY_HEADER - 4:_COPY_HEADER], "big")
+                if len(pending) < _COPY_HEADER + extension:
+                    continue
+                del pending[:_COPY_HEADER + extension]
+                header_read = True
+            rows = len(pending) // row.itemsize
+            if rows >= CHUNK_ROWS:
+                yield _copy_rows(pending, rows, row, width)
+        rows = len(pending) // row.itemsize
+        if rows:
+            yield _copy_rows(pending, rows, row, width)
+        if bytes(pending) != _COPY_TRAILER:
+            raise StoreError("PostgreSQL's binary COPY ended unexpectedly")
+
+
+def _copy_rows(pending: bytearray, rows: int, row: np.dtype[Any], width: int
+               ) -> list[np.ndarray]:
+    records = np.frombuffer(pending, dtype=row, count=rows)
+    if (records["fields"] != width).any() or any(
+            (records[f"length{index}"] != 8).any() for index in range(width)):
+        raise StoreError("PostgreSQL's binary COPY held a NULL or a value that is not a bigint")
+    values = [records[f"value{index}"].astype(np.int64) for index in range(width)]
+    del records  # the view must go before its buffer shrinks
+    del pending[:rows * row.itemsize]
+    return values
 
 
 def read_columns(store: Store, connection: Connection, columns: Sequence[Column],
@@ -191,17 +242,24 @@ def read_columns(store: Store, connection: Connection, columns: Sequence[Column]
     ``from_sql`` is the FROM/WHERE part with every value already inlined as a literal that
     tracekit made (ids, vocabulary words), never user text: the driver's cursor is used raw.
     """
-    sql = f"SELECT {', '.join(column.select() for column in columns)} {from_sql}"
+    expressions = [column.select() for column in columns]
+    if store.is_postgres:
+        expressions = [f"CAST({expression} AS BIGINT)" if column.kind != "text" else expression
+                       for expression, column in zip(expressions, columns, strict=True)]
+    sql = f"SELECT {', '.join(expressions)} {from_sql}"
     if order_by:
         sql += f" ORDER BY {order_by}"
-    with _small_page_cache(store, connection):
-        count = int(connection.exec_driver_sql(f"SELECT COUNT(*) {from_sql}").scalar() or 0)
-        buffers = [_Buffer(column, count) for column in columns]
-        with _cursor(store, connection, sql) as cursor:
-            while rows := cursor.fetchmany(CHUNK_ROWS):
-                for buffer, raw in zip(buffers, zip(*rows, strict=True), strict=True):
-                    buffer.add(raw)
-                del rows
+    try:
+        with _small_page_cache(store, connection):
+            count = int(connection.exec_driver_sql(f"SELECT COUNT(*) {from_sql}").scalar() or 0)
+            buffers = [_Buffer(column, count) for column in columns]
+            for chunk in _row_chunks(store, connection, sql, columns):
+                for buffer, values in zip(buffers, chunk, strict=True):
+                    buffer.add(values)
+                del chunk
+    finally:
+        if not store.is_sqlite:
+            connection.rollback()
     return {buffer.column.name: buffer.finish() for buffer in buffers}
 
 

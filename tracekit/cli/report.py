@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from tracekit.cli.common import open_for, print_json, store_option
-from tracekit.store.selectors import resolve_run
+from tracekit.cli.common import print_json, store_option
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -32,26 +31,25 @@ def report(run: str, store_url: str | None, html_path: Path | None, as_json: boo
       tracekit report 3 --html run3.html --perfetto run3.json
       tracekit report -1 --json > run.json
     """
-    from tracekit.report.document import build_document
+    from tracekit.api import RunStore
 
-    store = open_for(store_url, write=False)
-    try:
-        with store.connect() as connection:
-            run_id = resolve_run(connection, run)
-            document = build_document(connection, run_id)
+    with RunStore(store_url) as store:
+        selected = store.run(run)
+        document = selected.document()
         if html_path is not None:
-            from tracekit.report.html import write_html
             from tracekit.report.terminal import status_spinner
 
             with status_spinner("writing the HTML report"):
-                write_html(document, store, run_id, html_path)
+                selected.to_html(html_path)
             click.echo(f"tracekit: report written to {html_path}", err=True)
         if perfetto_path is not None:
             from tracekit.report.perfetto import count_kernels, write_perfetto
             from tracekit.report.terminal import progress_bar
 
-            with progress_bar(count_kernels(store, run_id), "Perfetto export") as advance:
-                exported = write_perfetto(store, run_id, perfetto_path, progress=advance)
+            with progress_bar(count_kernels(store.reader(), selected.id),
+                              "Perfetto export") as advance:
+                exported = write_perfetto(store.reader(), selected.id, perfetto_path,
+                                          progress=advance)
             click.echo(f"tracekit: Perfetto trace written to {perfetto_path} "
                        f"({exported.kernels:,} kernels, {exported.steps:,} steps; open it in "
                        "ui.perfetto.dev)", err=True)
@@ -61,5 +59,3 @@ def report(run: str, store_url: str | None, html_path: Path | None, as_json: boo
             from tracekit.report.terminal import render
 
             render(document)
-    finally:
-        store.dispose()
