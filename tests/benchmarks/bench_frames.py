@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -84,8 +83,9 @@ def _child(url: str, run_id: int, method: str) -> dict[str, float]:
     return json.loads(output.strip().splitlines()[-1])
 
 
-def prepare(kernels: int, out: Path, url: str | None) -> tuple[str, int]:
-    """Build the export and analyze it; returns the store URL and the run id."""
+def prepare(kernels: int, out: Path, url: str | None, keep: bool) -> tuple[str, int]:
+    """Build the export and analyze it; returns the store URL and the run id. With ``keep``
+    the stores of an earlier ``--keep`` run are used again (the same bytes: no new analysis)."""
     sys.path.insert(0, str(HERE))
     from bench_analyze import build
 
@@ -96,10 +96,10 @@ def prepare(kernels: int, out: Path, url: str | None) -> tuple[str, int]:
         build(trace, kernels)
     if url is None:
         database = out / f"frames-{kernels}.db"
-        for stale in out.glob(f"frames-{kernels}.db*"):
+        for stale in out.glob(f"frames-{kernels}.db*") if not keep else ():
             stale.unlink()
         url = str(database)
-    else:
+    elif not keep:
         store = tracekit.open_store(url)
         try:
             ids = store.runs().index.tolist()
@@ -123,6 +123,8 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="store URL (default: a SQLite file)")
     parser.add_argument("--measure", choices=("tracekit", "read_sql"), help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the stores afterwards, and reuse those an earlier --keep left")
     parser.add_argument("--skip-read-sql-above", type=int, default=10**8,
                         help="leave read_sql out for bigger runs (it may not fit in memory)")
     args = parser.parse_args()
@@ -133,14 +135,14 @@ def main() -> None:
     print("| kernels | method | time | frame | peak RSS growth | peak / frame |")
     print("|---:|---|---:|---:|---:|---:|")
     for kernels in args.kernels:
-        url, run_id = prepare(kernels, args.out, args.store)
+        url, run_id = prepare(kernels, args.out, args.store, args.keep)
         methods = ["tracekit"] + (["read_sql"] if kernels <= args.skip_read_sql_above else [])
         for method in methods:
             result = _child(url, run_id, method)
             print(f"| {kernels:,} | {method} | {result['seconds']:.1f} s | "
                   f"{result['frame_mb']:.0f} MB | {result['peak_mb']:.0f} MB | "
                   f"{result['ratio']:.2f} |", flush=True)
-    if os.environ.get("TRACEKIT_BENCH_KEEP") is None:
+    if not args.keep and args.store is None:
         for kernels in args.kernels:
             for leftover in args.out.glob(f"frames-{kernels}.db*"):
                 leftover.unlink()

@@ -168,7 +168,7 @@ def _small_page_cache(store: Store, connection: Connection) -> Iterator[None]:
 
 
 def _row_chunks(store: Store, connection: Connection, sql: str, columns: Sequence[Column]
-                ) -> Iterator[Sequence[Sequence[Any]]]:
+                ) -> Iterator[Sequence[Any]]:
     """Chunks of the result, each as one sequence of values per column."""
     raw: Any = connection.connection.dbapi_connection
     if store.is_postgres and all(column.kind != "text" for column in columns):

@@ -200,13 +200,13 @@ def overview_figure(timeline: dict[str, Any]) -> Figure | None:
             "y": (top + bottom) / 2, "xanchor": "right", "showarrow": False,
             "font": {"size": 12}})
         for group in ordered_groups(groups):
-            row = dense.get((track, groups.index(group)))
-            if row is None:
+            busy_row = dense.get((track, groups.index(group)))
+            if busy_row is None:
                 continue
             color = PATH_COLORS.get(group, FALLBACK_COLOR)
             traces.append({
                 "type": "scatter", "mode": "lines", "x": x,
-                "y": [round(100 * busy / bucket_ns, 3) for busy in row], "xaxis": "x",
+                "y": [round(100 * busy / bucket_ns, 3) for busy in busy_row], "xaxis": "x",
                 "yaxis": axis, "stackgroup": f"track{track}", "name": esc(group),
                 "legendgroup": group, "showlegend": group not in shown,
                 "line": {"width": 0.5, "color": color}, "fillcolor": color,
