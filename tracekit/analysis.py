@@ -7,7 +7,6 @@ rules or with a different ``--model``: their tables are rewritten, never appende
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -16,7 +15,6 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.errors import TracekitError
 from tracekit.ingest.pipeline import IngestResult, ingest
 from tracekit.report.document import build_document
 from tracekit.store.db import Store
@@ -51,6 +49,16 @@ class AnalysisResult:
     run_id: int
     existing: bool
     document: dict[str, Any]
+
+
+def check_inputs(paths: Sequence[Path], label: str | None) -> None:
+    """Refuse unreadable inputs and a label spelled like a run selector, before any store is
+    opened (so a bad call creates no store file)."""
+    from tracekit.ingest.pipeline import detect_inputs, expand_inputs
+    from tracekit.store.selectors import check_label
+
+    detect_inputs(expand_inputs(list(paths)))
+    check_label(label)
 
 
 def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> AnalysisResult:
@@ -115,17 +123,6 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
         document = build_document(connection, run_id)
     document["warnings"] = list(options.warnings) + list(expectations.warnings)
     return document
-
-
-#: Run selectors of `tracekit report/diff`; a label spelled like one could never be selected.
-_SELECTOR = re.compile(r"latest|-?\d+")
-
-
-def check_label(label: str | None) -> None:
-    """Refuse labels that `tracekit report RUN` would read as a run id or position."""
-    if label is not None and _SELECTOR.fullmatch(label.strip()):
-        raise TracekitError(f"label {label!r} looks like a run selector (an id, -N or latest)",
-                            hint="choose a label with a letter in it")
 
 
 def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,

@@ -1,4 +1,5 @@
-"""Typed errors. The CLI turns every TracekitError into one stderr line and exit code 2.
+"""Typed errors. The CLI turns every TracekitError into one stderr line and exit code 2; the
+Python API (``tracekit.analyze``, ``tracekit.open_store`` …) raises them as they are.
 
 Library code raises these with a message that names the file or value at fault and,
 where one exists, a hint the user can act on. Nothing outside ``tracekit.cli`` prints.
@@ -23,6 +24,11 @@ class TracekitError(Exception):
         if self.hint:
             text += f" ({' '.join(self.hint.split())})"
         return text
+
+
+class UsageError(TracekitError):
+    """A value given to tracekit (a command-line option or an argument of the Python API) is
+    not one it accepts; the message names the value and what would be accepted."""
 
 
 class InputError(TracekitError):

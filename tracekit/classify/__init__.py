@@ -1,5 +1,10 @@
 """Classify GPU kernels by the arithmetic they really ran (rules in ``rules/*.toml``).
 
+In a notebook the package itself is callable: ``tracekit.classify(names, arch=None,
+rules=())`` returns a pandas DataFrame, one row per name (``tracekit.api.classify``). The
+package and the function share the name ``tracekit.classify``, so the package answers the
+call rather than hiding one or the other.
+
 Public API::
 
     ruleset = load_ruleset(extra_dirs=())
@@ -24,7 +29,11 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import sys
+import types
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from tracekit.classify.engine import all_matches, classify_by_name
 from tracekit.classify.evidence import combine
@@ -38,6 +47,9 @@ from tracekit.classify.model import (
     RuleSet,
 )
 from tracekit.classify.names import prepare
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "OPS",
@@ -83,3 +95,18 @@ def classify_names(
             done[name] = result
         out.append(result)
     return out
+
+
+class _CallablePackage(types.ModuleType):
+    """The ``tracekit.classify`` package, callable as ``tracekit.classify(names)``."""
+
+    def __call__(self, names: str | Iterable[str], *, arch: str | None = None,
+                 rules: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = ()
+                 ) -> pd.DataFrame:
+        """Classify kernel names into a DataFrame (see ``tracekit.api.classify``)."""
+        from tracekit.api.classifying import classify
+
+        return classify(names, arch=arch, rules=rules)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -45,14 +45,12 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
     Example:
       tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
     """
-    from tracekit.analysis import AnalysisOptions, check_label
+    from tracekit.analysis import AnalysisOptions, check_inputs
     from tracekit.analysis import analyze as run_analysis
     from tracekit.expect.context import load_expectations
-    from tracekit.ingest.pipeline import detect_inputs, expand_inputs
 
     # Refuse unreadable inputs before the store is even created.
-    detect_inputs(expand_inputs(list(files)))
-    check_label(label)
+    check_inputs(files, label)
     if html_path is not None and not html_path.absolute().parent.is_dir():
         fail(f"cannot write the report {html_path}: folder {html_path.absolute().parent} "
              "does not exist")

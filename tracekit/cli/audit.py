@@ -88,11 +88,11 @@ def audit(backend: str, engine: str | None, model: Path | None, expect: str | No
       tracekit audit --load decode --model ./Llama-NVFP4 -- vllm serve ./Llama-NVFP4
       tracekit audit --dry-run --load smoke -- python -m sglang.launch_server --model-path M
     """
-    from tracekit.analysis import check_label
     from tracekit.capture.lifecycle import StopPolicy
     from tracekit.capture.nsys import NsysSettings
     from tracekit.capture.session import AuditSettings, run_audit
     from tracekit.capture.workload import load_spec
+    from tracekit.store.selectors import check_label
 
     check_label(label)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tracekit.cli.common import open_for, print_json, store_option
+from tracekit.cli.common import print_json, store_option
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -30,18 +30,11 @@ def diff(run_a: str, run_b: str, store_url: str | None, as_json: bool,
       tracekit diff -2 -1 --html diff.html
       tracekit diff nvfp4-a nvfp4-b --json
     """
-    from tracekit.cli.report import resolve_run
-    from tracekit.report.diff import diff_documents, render_diff
-    from tracekit.report.document import build_document
+    from tracekit.api import RunStore, compare
+    from tracekit.report.diff import render_diff
 
-    store = open_for(store_url, write=False)
-    try:
-        with store.connect() as connection:
-            a_id, b_id = resolve_run(connection, run_a), resolve_run(connection, run_b)
-            comparison = diff_documents(build_document(connection, a_id),
-                                        build_document(connection, b_id))
-    finally:
-        store.dispose()
+    with RunStore(store_url) as store:
+        comparison = compare(store.run(run_a), store.run(run_b))
     if html_path is not None:
         from tracekit.report.html import write_diff_html
 

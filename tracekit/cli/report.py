@@ -2,45 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
-from sqlalchemy import Connection, text
 
-from tracekit.cli.common import open_for, print_json, store_option
-from tracekit.errors import InputError
-
-RUN_HELP = "a run id, `latest`, -1 (latest), -2 (the one before), … or a run's label"
-
-
-def resolve_run(connection: Connection, token: str) -> int:
-    """The run id that ``token`` names (see ``RUN_HELP``)."""
-    token = token.strip()
-    ids = [row[0] for row in connection.execute(text("SELECT id FROM runs ORDER BY id"))]
-    if not ids:
-        raise InputError("the store holds no runs yet", hint="run `tracekit analyze TRACE`")
-    if token.lower() == "latest":
-        return int(ids[-1])
-    if re.fullmatch(r"-\d+", token):
-        index = int(token)
-        if index == 0 or -index > len(ids):
-            raise InputError(f"run {token}: the store holds {len(ids)} run(s)",
-                             hint="`tracekit runs` lists them")
-        return int(ids[index])
-    if token.isdigit():
-        if int(token) not in ids:
-            raise InputError(f"run {token} is not in the store",
-                             hint="`tracekit runs` lists them")
-        return int(token)
-    labelled = [row[0] for row in connection.execute(
-        text("SELECT id FROM runs WHERE label = :label ORDER BY id"), {"label": token})]
-    if len(labelled) == 1:
-        return int(labelled[0])
-    if labelled:
-        raise InputError(f"label {token!r} names runs {', '.join(map(str, labelled))}",
-                         hint="pass the run id")
-    raise InputError(f"no run {token!r}: expected {RUN_HELP}", hint="`tracekit runs` lists them")
+from tracekit.cli.common import print_json, store_option
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -65,26 +31,25 @@ def report(run: str, store_url: str | None, html_path: Path | None, as_json: boo
       tracekit report 3 --html run3.html --perfetto run3.json
       tracekit report -1 --json > run.json
     """
-    from tracekit.report.document import build_document
+    from tracekit.api import RunStore
 
-    store = open_for(store_url, write=False)
-    try:
-        with store.connect() as connection:
-            run_id = resolve_run(connection, run)
-            document = build_document(connection, run_id)
+    with RunStore(store_url) as store:
+        selected = store.run(run)
+        document = selected.document()
         if html_path is not None:
-            from tracekit.report.html import write_html
             from tracekit.report.terminal import status_spinner
 
             with status_spinner("writing the HTML report"):
-                write_html(document, store, run_id, html_path)
+                selected.to_html(html_path)
             click.echo(f"tracekit: report written to {html_path}", err=True)
         if perfetto_path is not None:
             from tracekit.report.perfetto import count_kernels, write_perfetto
             from tracekit.report.terminal import progress_bar
 
-            with progress_bar(count_kernels(store, run_id), "Perfetto export") as advance:
-                exported = write_perfetto(store, run_id, perfetto_path, progress=advance)
+            with progress_bar(count_kernels(store.reader(), selected.id),
+                              "Perfetto export") as advance:
+                exported = write_perfetto(store.reader(), selected.id, perfetto_path,
+                                          progress=advance)
             click.echo(f"tracekit: Perfetto trace written to {perfetto_path} "
                        f"({exported.kernels:,} kernels, {exported.steps:,} steps; open it in "
                        "ui.perfetto.dev)", err=True)
@@ -94,5 +59,3 @@ def report(run: str, store_url: str | None, html_path: Path | None, as_json: boo
             from tracekit.report.terminal import render
 
             render(document)
-    finally:
-        store.dispose()

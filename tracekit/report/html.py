@@ -24,7 +24,8 @@ from markupsafe import Markup, escape
 from tracekit import __version__
 from tracekit.errors import InputError
 from tracekit.report.document import PHASES
-from tracekit.report.palette import PATH_COLORS, PATH_ORDER, PHASE_COLORS, SEVERITY_COLORS
+from tracekit.report.figures import Figure, report_figures
+from tracekit.report.palette import PATH_COLORS, PATH_ORDER, SEVERITY_COLORS
 from tracekit.report.terminal import format_ns
 from tracekit.report.timeline import TimelineOptions, timeline_data
 from tracekit.store.db import Store
@@ -111,16 +112,34 @@ def verdict_class(document: dict[str, Any]) -> str:
     return "ok" if document.get("verdict") else ""
 
 
+def page_figures(figures: dict[str, Figure | None]) -> tuple[dict[str, Any], list[str]]:
+    """The figures as the page carries them: each distinct ``text`` string once, in a table.
+
+    A trace's ``text`` list becomes ``tk_text``, indexes into the returned string table (the
+    page's script puts the strings back before plotting). The timeline's hover texts repeat
+    one text per kernel name, so the page ships thousands of texts, not one per kernel.
+    """
+    table: dict[str, int] = {}
+    carried: dict[str, Any] = {}
+    for key, figure in figures.items():
+        if figure is None:
+            carried[key] = None
+            continue
+        traces = []
+        for trace in figure["data"]:
+            texts = trace.get("text")
+            if isinstance(texts, list):
+                trace = {**trace, "tk_text": [table.setdefault(t, len(table)) for t in texts]}
+                del trace["text"]
+            traces.append(trace)
+        carried[key] = {"data": traces, "layout": figure["layout"]}
+    return carried, list(table)
+
+
 def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
     """The report page for one run's analysis document and timeline data."""
-    page_data = {
-        "timeline": timeline,
-        "phases": document["phases"],
-        "phase_order": list(PHASES),
-        "path_order": list(PATH_ORDER),
-        "path_colors": PATH_COLORS,
-        "phase_colors": PHASE_COLORS,
-    }
+    figures, strings = page_figures(report_figures(document, timeline))
+    page_data = {"figures": figures, "strings": strings}
     template = environment().get_template("report.html.j2")
     return template.render(
         tracekit_version=__version__,
