@@ -367,3 +367,16 @@ def test_any_names_get_one_well_formed_answer_each(names):
         assert r.confidence in ("high", "medium", "low")
         assert r.evidence in ("counters", "name", "op_dtypes", "log", "feasibility", "none")
         assert r.path != "unknown" or r.reason
+
+
+def test_op_types_do_not_name_a_helper_launched_beside_other_kernels():
+    """An op's input types describe its matrix product; a kernel no rule knows that the op
+    launched together with other kernels (scal_kernel beside cuBLAS's GEMM) stays unknown."""
+    name = "void scal_kernel<float, float, 1, true, 6, 5, 5, 3>(cublasTransposeParams<float>)"
+    alone = classify_name(name, RULESET, evidence=NameEvidence(
+        op_name="aten::mm", op_dtypes=("float", "float")))
+    beside = classify_name(name, RULESET, evidence=NameEvidence(
+        op_name="aten::mm", op_dtypes=("float", "float"), op_shared=True))
+    assert (alone.path, alone.evidence) == ("fp32", "op_dtypes")
+    assert (beside.path, beside.op) == ("unknown", "other")
+    assert "together with other kernels" in beside.reason

@@ -211,7 +211,13 @@ def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classific
             result = replace(result, reason=f"{result.reason}; {why}")
     if result.path != "unknown" or (result.rule is not None and result.op not in _MATH_OPS):
         return result
-    if evidence.op_dtypes:
+    if evidence.op_dtypes and evidence.op_shared and result.rule is None:
+        # A kernel no rule knows, launched beside others by the same op: it may be a helper
+        # (scaling, reduction, bias add), not the matrix product the op's types describe.
+        result = replace(result, reason=(
+            f"{result.reason}; {evidence.op_name or 'its op'} launched it together with other "
+            "kernels, so the op's input types do not say which of them is the matrix product"))
+    elif evidence.op_dtypes:
         path, why = path_from_op_dtypes(evidence.op_name, evidence.op_dtypes)
         if path is not None:
             op = result.op

@@ -92,12 +92,16 @@ class NameEvidence:
     - ``op_name`` / ``op_dtypes``: the framework op that launched the kernel (torch trace
       ``cpu_op``) and its input types as the trace prints them (``c10::BFloat16``, ``float``…).
     - ``counters``: Nsight Compute metric name -> value for one launch of the kernel.
+    - ``op_shared``: the op also launched kernels of other names (cuBLAS's ``scal_kernel``
+      beside its GEMM, a bias add beside a Triton matmul): its input types then do not say
+      which of them is the matrix product.
     - ``log_path`` / ``log_line``: a datatype path an engine log line states for this kernel
       (for example ``Using MarlinNvFp4 for NVFP4 GEMM`` -> ``weight_only``) and the line.
     """
 
     op_name: str | None = None
     op_dtypes: tuple[str, ...] = ()
+    op_shared: bool = False
     counters: Mapping[str, float] = field(default_factory=dict)
     log_path: str | None = None
     log_line: str | None = None

@@ -35,25 +35,38 @@ def _run_arch(connection: Connection, run_id: int) -> str | None:
     return archs.pop() if len(archs) == 1 else None
 
 
-def _op_dtypes(connection: Connection, run_id: int) -> dict[int, tuple[str, tuple[str, ...]]]:
-    """name_id -> (op name, input types) when all launches of a name share one op signature.
+def _op_dtypes(connection: Connection, run_id: int
+               ) -> dict[int, tuple[str, tuple[str, ...], bool]]:
+    """name_id -> (op name, input types, op shared) when all launches of a name share one op
+    signature; "shared" when one of those ops also launched kernels of other names.
 
     Follows ``kernels.cpu_op_id`` (resolved at ingest). ``CROSS JOIN`` keeps the run's kernels
-    the outer loop on SQLite, each op one primary-key search: linear whatever the tables hold.
+    the outer loop on SQLite, each op and its name count one key search: linear whatever the
+    tables hold.
     """
+    params = {"run_id": run_id}
+    connection.execute(sa.text("DROP TABLE IF EXISTS tk_op_names"))
+    connection.execute(sa.text(
+        "CREATE TEMPORARY TABLE tk_op_names (op_id BIGINT PRIMARY KEY, names BIGINT)"))
+    connection.execute(sa.text("""
+        INSERT INTO tk_op_names
+        SELECT cpu_op_id, COUNT(DISTINCT name_id) FROM kernels
+        WHERE run_id = :run_id AND cpu_op_id IS NOT NULL GROUP BY cpu_op_id"""), params)
     rows = connection.execute(sa.text("""
-        SELECT DISTINCT k.name_id, o.name, o.input_types
-        FROM kernels k CROSS JOIN cpu_ops o
+        SELECT k.name_id, o.name, o.input_types, MAX(n.names)
+        FROM kernels k CROSS JOIN cpu_ops o CROSS JOIN tk_op_names n
         WHERE k.run_id = :run_id AND k.cpu_op_id IS NOT NULL AND o.id = k.cpu_op_id
-          AND o.input_types IS NOT NULL"""), {"run_id": run_id})
-    seen: dict[int, set[tuple[str, str]]] = defaultdict(set)
-    for name_id, op_name, input_types in rows:
-        seen[name_id].add((op_name, input_types or ""))
-    out: dict[int, tuple[str, tuple[str, ...]]] = {}
+          AND n.op_id = k.cpu_op_id AND o.input_types IS NOT NULL
+        GROUP BY k.name_id, o.name, o.input_types"""), params).all()
+    connection.execute(sa.text("DROP TABLE tk_op_names"))
+    seen: dict[int, dict[tuple[str, str], bool]] = defaultdict(dict)
+    for name_id, op_name, input_types, names in rows:
+        seen[name_id][(op_name, input_types or "")] = int(names) > 1
+    out: dict[int, tuple[str, tuple[str, ...], bool]] = {}
     for name_id, signatures in seen.items():
         if len(signatures) == 1:
-            op_name, raw = next(iter(signatures))
-            out[name_id] = (op_name, _parse_types(raw))
+            ((op_name, raw), shared), = signatures.items()
+            out[name_id] = (op_name, _parse_types(raw), shared)
     return out
 
 
@@ -112,6 +125,7 @@ def classify_run(
             evidence = NameEvidence(
                 op_name=op[0] if op else None,
                 op_dtypes=op[1] if op else (),
+                op_shared=op[2] if op else False,
                 counters=metrics or {},
             )
             results[index] = classify_name(texts[index], ruleset, arch=arch, evidence=evidence)
