@@ -58,3 +58,17 @@ def test_readme_quick_start_is_two_commands_and_ci_runs_the_test_command():
     assert test_command in (REPO / ".ci" / "run").read_text()
     script = install_and_run.split("&&", 1)[1].strip().split()[-1]
     assert (REPO / script).is_file()
+
+
+def test_every_python_package_is_in_the_distribution():
+    """pyproject lists packages by name: a new subpackage missing there is missing from the
+    wheel (the editable install used in development hides it)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts)
+             for p in (REPO / "tracekit").rglob("__init__.py")}
+    assert found - listed == set()

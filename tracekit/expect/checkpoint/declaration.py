@@ -1,0 +1,168 @@
+"""The value a checkpoint reading produces: a :class:`Declaration` of what the GEMMs should compute.
+
+Also the path words a declaration may use and ``declaration_from_word`` (``--expect``), and the
+helpers every format reader of this package shares to assemble one from its layer groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import ConfigError
+
+#: the data file of checkpoint tables (ModelOpt/TRT-LLM algorithms, GGUF file types)
+CHECKPOINTS_FILE = "_checkpoints.toml"
+
+#: Paths in which activations are quantized at run time (the math runs below 16 bits).
+QUANTIZED_PATHS = frozenset({"fp4", "fp8", "int8"})
+#: Every path word a declaration may expect (DESIGN.md vocabulary, less "unknown").
+PATH_WORDS = ("fp4", "fp8", "int8", "weight_only", "bf16", "fp16", "tf32", "fp32", "fp64")
+# Which declared path is "the" path of a mixed checkpoint: the most aggressive one.
+_PATH_PRIORITY = {word: rank for rank, word in enumerate(PATH_WORDS)}
+
+TORCH_DTYPES = {
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
+}
+
+
+@dataclass(frozen=True)
+class LayerScheme:
+    """One group of layers with one scheme (a config group, a mixed-precision entry)."""
+
+    targets: tuple[str, ...]
+    weights: str | None
+    activations: str | None  # None: 16-bit activations (weight-only when weights are quantized)
+    scheme: str  # "W4A4", "W4A16", "W8A8", …
+    path: str  # expected path word
+    quant: str  # short format name, "NVFP4", "FP8", "INT4" …
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a checkpoint (or ``--expect``) says the GEMMs should compute.
+
+    ``path`` is the expected path word of the main quantized layers; ``layers`` lists every
+    scheme when a checkpoint mixes several (then :attr:`paths` has more than one word).
+    ``alternatives`` are paths an engine may legitimately choose instead (gpt-oss MXFP4 is
+    weight-only by declaration, yet vLLM on sm100 may run MXFP4 x MXFP8): never a fallback.
+    """
+
+    path: str
+    scheme: str
+    quant: str
+    format: str  # e.g. "NVFP4 W4A4 (ModelOpt)"
+    method: (
+        str  # "modelopt", "compressed-tensors", "fp8", "mxfp4", "gguf", "expect", "unquantized" …
+    )
+    weights: str | None = None
+    activations: str | None = None
+    compute_dtype: str | None = (
+        None  # 16-bit type of the unquantized math ("bf16"/"fp16") when known
+    )
+    kv_cache: str | None = None  # "fp8", "nvfp4", "int8"; None = 16-bit KV cache
+    excluded: tuple[str, ...] = ()
+    source: str | None = None
+    layers: tuple[LayerScheme, ...] = ()
+    alternatives: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def paths(self) -> frozenset[str]:
+        """Every path some layer group is declared to run."""
+        return frozenset(layer.path for layer in self.layers) | {self.path}
+
+    @property
+    def mixed(self) -> bool:
+        """Whether layer groups declare different paths (e.g. FP8 attention + W4A16 MLP)."""
+        return len(self.paths) > 1
+
+    @property
+    def quantized_activations(self) -> bool:
+        """Whether the main declared path quantizes activations (fp4, fp8, int8)."""
+        return self.path in QUANTIZED_PATHS
+
+    @property
+    def label(self) -> str:
+        """Short human label for verdicts: "W4A4 NVFP4", or "mixed W4A16 NVFP4 + W8A8 FP8"."""
+        if self.mixed and self.layers:
+            parts = dict.fromkeys(f"{layer.scheme} {layer.quant}" for layer in self.layers)
+            return "mixed " + " + ".join(parts)
+        if self.method in {"unquantized", "expect"} and self.scheme == self.quant:
+            return self.quant
+        return f"{self.scheme} {self.quant}"
+
+
+def declaration_from_word(word: str) -> Declaration:
+    """``--expect PATH_WORD``: the expected path stated directly ("fp4", "weight_only" …)."""
+    normalized = word.strip().lower().replace("-", "_")
+    if normalized == "weightonly":
+        normalized = "weight_only"
+    if normalized not in PATH_WORDS:
+        raise ConfigError(
+            f"--expect {word!r} is not a datatype path",
+            hint="use one of " + ", ".join(PATH_WORDS),
+        )
+    scheme = {
+        "fp4": "W4A4",
+        "fp8": "W8A8",
+        "int8": "W8A8",
+        "weight_only": "WxA16",
+    }.get(normalized, normalized.upper())
+    quant = {"fp4": "FP4", "fp8": "FP8", "int8": "INT8", "weight_only": "weight-only"}.get(
+        normalized, normalized.upper()
+    )
+    return Declaration(
+        path=normalized,
+        scheme=scheme,
+        quant=quant,
+        format=f"{quant} {scheme} (--expect)" if scheme != quant else f"{quant} (--expect)",
+        method="expect",
+        activations=None if normalized not in QUANTIZED_PATHS else normalized,
+        source="--expect",
+    )
+
+
+def strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        return [str(v) for v in value]
+    return []
+
+
+def main_layer(layers: tuple[LayerScheme, ...]) -> LayerScheme:
+    return min(layers, key=lambda layer: _PATH_PRIORITY.get(layer.path, len(_PATH_PRIORITY)))
+
+
+def combine(
+    layers: tuple[LayerScheme, ...],
+    format_name: str,
+    method: str,
+    source: Path,
+    excluded: tuple[str, ...],
+    kv_cache: str | None,
+) -> Declaration:
+    main = main_layer(layers)
+    return Declaration(
+        path=main.path,
+        scheme=main.scheme,
+        quant=main.quant,
+        format=format_name,
+        method=method,
+        weights=main.weights,
+        activations=main.activations,
+        kv_cache=kv_cache,
+        excluded=excluded,
+        source=str(source),
+        layers=layers,
+    )

@@ -1,0 +1,140 @@
+"""GGUF files (llama.cpp): the declared quantization is ``general.file_type`` in the header.
+
+Reads the key/value metadata of the binary header (layout: ggml's docs/gguf.md) up to the keys
+it needs, skipping large arrays without reading them, and refuses corrupt lengths instead of
+allocating them. The file types' meanings are the ``gguf_file_type`` table of
+``rules/_checkpoints.toml``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from tracekit.errors import ConfigError
+from tracekit.expect._data import load_table
+from tracekit.expect.checkpoint.declaration import CHECKPOINTS_FILE, Declaration, LayerScheme
+
+_GGUF_MAGIC = b"GGUF"
+_GGUF_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+_GGUF_MAX_KV = 1_000_000
+_GGUF_MAX_STRING = 1 << 24  # no metadata string is 16 MiB; a larger length means a corrupt header
+_GGUF_MAX_ITEMS = 1 << 28
+
+
+def is_gguf(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == _GGUF_MAGIC
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from exc
+
+
+def _read_exact(handle: BinaryIO, size: int, path: Path) -> bytes:
+    data = handle.read(size)
+    if len(data) != size:
+        raise ConfigError(f"{path}: GGUF header is truncated")
+    return data
+
+
+def _gguf_string(handle: BinaryIO, path: Path, length_format: str) -> str:
+    (length,) = struct.unpack(
+        length_format, _read_exact(handle, struct.calcsize(length_format), path)
+    )
+    if length > _GGUF_MAX_STRING:
+        raise ConfigError(f"{path}: GGUF header is corrupt (a {length}-byte metadata string)")
+    return _read_exact(handle, length, path).decode("utf-8", errors="replace")
+
+
+def _gguf_value(handle: BinaryIO, kind: int, path: Path, length_format: str) -> Any:
+    if kind in _GGUF_SCALARS:
+        fmt = _GGUF_SCALARS[kind]
+        return struct.unpack(fmt, _read_exact(handle, struct.calcsize(fmt), path))[0]
+    if kind == _GGUF_STRING:
+        return _gguf_string(handle, path, length_format)
+    if kind == _GGUF_ARRAY:
+        (item_kind,) = struct.unpack("<I", _read_exact(handle, 4, path))
+        (count,) = struct.unpack(
+            length_format, _read_exact(handle, struct.calcsize(length_format), path)
+        )
+        if count > _GGUF_MAX_ITEMS:
+            raise ConfigError(f"{path}: GGUF header is corrupt (an array of {count} items)")
+        if item_kind in _GGUF_SCALARS:  # skip without reading: tokenizer arrays are large
+            handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
+        else:
+            for _ in range(count):
+                _gguf_value(handle, item_kind, path, length_format)
+        return None
+    raise ConfigError(f"{path}: GGUF value type {kind} is not in the GGUF specification")
+
+
+def _gguf_metadata(path: Path, wanted: Iterable[str]) -> dict[str, Any]:
+    """Read GGUF key/value metadata up to the keys in ``wanted`` (ggml docs/gguf.md layout)."""
+    remaining = set(wanted)
+    found: dict[str, Any] = {}
+    with path.open("rb") as handle:
+        _read_exact(handle, 4, path)
+        (version,) = struct.unpack("<I", _read_exact(handle, 4, path))
+        length_format = "<I" if version == 1 else "<Q"  # GGUF v1 used 32-bit counts
+        count_size = struct.calcsize(length_format)
+        struct.unpack(length_format, _read_exact(handle, count_size, path))  # tensor count
+        (kv_count,) = struct.unpack(length_format, _read_exact(handle, count_size, path))
+        if kv_count > _GGUF_MAX_KV:
+            raise ConfigError(f"{path}: GGUF header claims {kv_count} metadata entries")
+        for _ in range(kv_count):
+            key = _gguf_string(handle, path, length_format)
+            (kind,) = struct.unpack("<I", _read_exact(handle, 4, path))
+            value = _gguf_value(handle, kind, path, length_format)
+            if key in remaining:
+                found[key] = value
+                remaining.discard(key)
+                if not remaining:
+                    break
+    found["__version__"] = version
+    return found
+
+
+def read_gguf(path: Path) -> Declaration:
+    meta = _gguf_metadata(path, ("general.file_type", "general.architecture"))
+    file_type = meta.get("general.file_type")
+    if file_type is None:
+        raise ConfigError(
+            f"{path}: GGUF file has no general.file_type", hint="pass --expect PATH_WORD"
+        )
+    row = load_table(CHECKPOINTS_FILE).get("gguf_file_type", {}).get(str(file_type))
+    if row is None:
+        raise ConfigError(
+            f"{path}: GGUF general.file_type {file_type} is not in rules/_checkpoints.toml"
+        )
+    arch = meta.get("general.architecture")
+    weights, activations = row.get("weights"), row.get("activations")
+    return Declaration(
+        path=row["path"],
+        scheme=row["scheme"],
+        quant=f"GGUF {row['name']}",
+        format=f"GGUF {row['name']} (llama.cpp{', ' + arch if arch else ''})",
+        method="gguf",
+        weights=weights,
+        activations=activations,
+        compute_dtype=None,
+        source=str(path),
+        layers=(
+            LayerScheme(("*",), weights, activations, row["scheme"], row["path"], row["name"]),
+        ),
+        alternatives=frozenset(row.get("alternatives", ())),
+    )
