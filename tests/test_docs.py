@@ -1,0 +1,285 @@
+"""The documentation in docs/ stays true to the code and inside the repository.
+
+- the CLI reference (docs/cli.md) is what click renders now, and the README's command table
+  names every command;
+- real ``--json`` documents validate against docs/schema/*.schema.json, whose word lists equal
+  the vocabulary's owners in code and data;
+- the vocabulary and JSON pages name every word and key the schemas hold;
+- nothing under docs/ points outside the repository (a clone has no ``../shared``, no
+  DESIGN.md), and every relative link resolves to a file of the repository;
+- the index (docs/README.md) names every package, reader and test file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jsonschema  # a test extra (pip install -e '.[test]')
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import REPO
+from tracekit.cli import cli
+
+
+DOCS = REPO / "docs"
+SCHEMAS = DOCS / "schema"
+H200 = REPO / "fixtures" / "h200"
+EXAMPLE = REPO / "examples" / "nvfp4_two_checkpoints"
+
+#: text no doc may contain: files a clone of the repository does not have
+OUTSIDE = re.compile(r"\.\./shared|\bshared/(?:research|traces)|DESIGN\.md|anchors\.md|"
+                     r"aesthetics\.md|PROVENANCE\.md|/work/")
+#: a Markdown link target: [text](target)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def load_generator() -> ModuleType:
+    """docs/make_cli_reference.py, imported from its file (docs/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("make_cli_reference",
+                                                  DOCS / "make_cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def validator(name: str) -> Any:
+    schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def assert_valid(name: str, document: dict[str, Any]) -> None:
+    errors = sorted(validator(name).iter_errors(document), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(
+        f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:200]}"
+        for e in errors[:10])
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+# -- the CLI reference ------------------------------------------------------------------------
+
+def test_cli_reference_is_current() -> None:
+    assert load_generator().main(["--check"]) == 0, (
+        "docs/cli.md is out of date: run python docs/make_cli_reference.py")
+
+
+def test_cli_reference_has_every_command() -> None:
+    generator = load_generator()
+    paths = [" ".join(path) for path, _ in generator.walk(cli, ("tracekit",), None)]
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert {"tracekit analyze", "tracekit rules test", "tracekit db upgrade"} <= set(paths)
+    for path in paths:
+        assert f"`{path}`" in text, path
+
+
+def readme_command_table() -> list[str]:
+    """The first cells of the README's command table."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    return [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| `")]
+
+
+def test_readme_command_table_names_every_command() -> None:
+    generator = load_generator()
+    rows = readme_command_table()
+    assert rows, "README.md has no command table under '## Commands'"
+    for path, ctx in generator.walk(cli, ("tracekit",), None):
+        if len(path) < 2:
+            continue
+        command = f"tracekit {path[1]}"
+        row = next((r for r in rows if re.search(rf"`{command}(?![\w-])", r)), None)
+        assert row is not None, f"README.md's command table does not name `{command}`"
+        if len(path) == 3:  # a subcommand: named in its group's row (`rules list\|test…`)
+            assert re.search(rf"(?<![\w-]){re.escape(path[2])}(?![\w-])", row), (
+                f"README.md's row for `{command}` does not name its subcommand {path[2]}")
+
+
+# -- the JSON schemas -------------------------------------------------------------------------
+
+def enum(schema: dict[str, Any], *keys: str) -> set[Any]:
+    node: Any = schema
+    for key in keys:
+        node = node[key]
+    return set(node["enum"])
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def test_schemas_use_the_vocabulary_of_the_code() -> None:
+    from tracekit.classify.model import CONFIDENCE, EVIDENCE, OPS, PATHS
+    from tracekit.cli.common import SEVERITIES
+    from tracekit.findings.rules import load_rules
+    from tracekit.ingest.spec import builtin_specs
+    from tracekit.report.diff import DIFF_VERSION
+    from tracekit.report.document import DOCUMENT_VERSION, PHASES
+
+    analysis = json.loads((SCHEMAS / "analysis.schema.json").read_text(encoding="utf-8"))
+    diff = json.loads((SCHEMAS / "diff.schema.json").read_text(encoding="utf-8"))
+    defs = analysis["$defs"]
+    assert enum(defs, "path") == set(PATHS) == enum(diff["$defs"], "path")
+    assert enum(defs, "op") == set(OPS)
+    kernel = defs["kernel"]["properties"]
+    assert enum(kernel, "evidence") == set(EVIDENCE)
+    assert enum(kernel, "confidence") == set(CONFIDENCE)
+    operand_types = set(_toml(REPO / "rules" / "_paths.toml")["operand_types"])
+    assert enum(defs, "operand") == operand_types | {None}
+    assert enum(defs, "phase_word") == set(PHASES)
+    assert set(analysis["properties"]["phases"]["required"]) == set(PHASES)
+    finding = defs["finding"]["properties"]
+    assert enum(finding, "rule") == set(load_rules().rules)
+    assert enum(finding, "severity") == set(SEVERITIES)
+    assert enum(defs["run"]["properties"], "format") == {spec.id for spec in builtin_specs()}
+    assert analysis["properties"]["tracekit_document"]["const"] == DOCUMENT_VERSION
+    assert diff["properties"]["tracekit_diff"]["const"] == DIFF_VERSION
+
+
+def test_the_pages_name_every_word_and_key_of_the_schemas() -> None:
+    """vocabulary.md and json-document.md say what each schema word and key means."""
+    analysis = json.loads((SCHEMAS / "analysis.schema.json").read_text(encoding="utf-8"))
+    diff = json.loads((SCHEMAS / "diff.schema.json").read_text(encoding="utf-8"))
+    vocabulary = (DOCS / "vocabulary.md").read_text(encoding="utf-8")
+    defs = analysis["$defs"]
+    words = (enum(defs, "path") | enum(defs, "op") | enum(defs, "finding", "properties", "rule")
+             | enum(defs, "kernel", "properties", "evidence")
+             | enum(defs, "kernel", "properties", "confidence")) - {None}
+    missing = sorted(word for word in words if f"`{word}`" not in vocabulary)
+    assert not missing, f"docs/vocabulary.md does not explain {missing}"
+    page = (DOCS / "json-document.md").read_text(encoding="utf-8")
+    keys = set(analysis["properties"]) | set(diff["properties"])
+    for name in ("run", "device", "summary", "phase", "phase_attribution", "finding",
+                 "launcher", "kernel"):
+        keys |= set(defs[name]["properties"])
+    for name in ("side", "kernels", "findings", "move"):
+        keys |= set(diff["$defs"][name]["properties"])
+    keys |= enum(defs, "evidence", "properties", "source")
+    missing = sorted(key for key in keys if f"`{key}`" not in page
+                     and f'"{key}"' not in page)
+    assert not missing, f"docs/json-document.md does not mention {missing}"
+
+
+@pytest.fixture(scope="module")
+def h200_documents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """``tracekit analyze --json`` of the three H200 recordings (one store), and ``report``."""
+    store = str(tmp_path_factory.mktemp("h200") / "store.db")
+    documents = {}
+    for name in ("torch-trace.pt.trace.json.gz", "cupti.jsonl.gz", "ncu.csv"):
+        documents[name] = run_json("analyze", str(H200 / name), "--store", store)
+    documents["report"] = run_json("report", "1", "--store", store)
+    return documents
+
+
+@pytest.mark.parametrize("name", ["torch-trace.pt.trace.json.gz", "cupti.jsonl.gz", "ncu.csv",
+                                  "report"])
+def test_h200_documents_match_the_schema(h200_documents: dict[str, dict[str, Any]],
+                                         name: str) -> None:
+    document = h200_documents[name]
+    assert document["kernels"] and document["devices"][0]["arch"] == "sm90"
+    assert ("warnings" in document) is (name != "report")
+    assert_valid("analysis.schema.json", document)
+
+
+def test_synthetic_nsys_export_documents_match_the_schema(make_trace, simple_scenario,
+                                                           tmp_path: Path) -> None:
+    """Marker phases, a declaration the GPU lacks (findings with evidence), --gpu."""
+    store = str(tmp_path / "store.db")
+    trace = str(make_trace(simple_scenario))
+    plain = run_json("analyze", trace, "--store", store)
+    judged = run_json("analyze", trace, "--store", store, "--expect", "fp4", "--gpu", "A100")
+    assert plain["phase_attribution"]["method"] == "marker"
+    assert judged["findings"] and judged["verdict"]
+    for document in (plain, judged):
+        assert_valid("analysis.schema.json", document)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped two-checkpoints example, built by its own script in a temporary folder."""
+    folder = tmp_path_factory.mktemp("example")
+    shutil.copy(EXAMPLE / "build.py", folder / "build.py")
+    subprocess.run([sys.executable, str(folder / "build.py")], check=True, capture_output=True)
+    return folder
+
+
+def test_example_documents_and_their_diff_match_the_schemas(example: Path,
+                                                             tmp_path: Path) -> None:
+    store = str(tmp_path / "store.db")
+    model = str(example / "checkpoints" / "w4a4")
+    fallback = run_json("analyze", str(example / "w4a4-fallback-marlin.sqlite"), "--store",
+                        store, "--model", model, "--log", str(example / "engine-fallback.log"),
+                        "--label", "fallback")
+    native = run_json("analyze", str(example / "w4a4-cutlass-fp4.sqlite"), "--store", store,
+                      "--model", model, "--label", "fp4")
+    sources = {item["source"] for finding in fallback["findings"]
+               for item in finding["evidence"]}
+    assert {"gemm_time", "kernel", "checkpoint", "gpu", "log", "hint"} <= sources
+    for document in (fallback, native):
+        assert_valid("analysis.schema.json", document)
+    comparison = run_json("diff", "fallback", "fp4", "--store", store)
+    assert comparison["findings"]["only_a"] and comparison["kernels"]["only_b"]
+    assert_valid("diff.schema.json", comparison)
+
+
+# -- links and the index -----------------------------------------------------------------------
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes for a page's headings, plus explicit ``<a id>`` anchors."""
+    text = page.read_text(encoding="utf-8")
+    found = set(re.findall(r'<a id="([^"]+)"', text))
+    for heading in re.findall(r"^#+ (.+)$", text, flags=re.MULTILINE):
+        heading = re.sub(r"<[^>]+>", "", heading).strip().lower()
+        found.add(re.sub(r"[^\w\- ]", "", heading).replace(" ", "-"))
+    return found
+
+
+def doc_files() -> list[Path]:
+    return sorted(path for path in DOCS.rglob("*") if path.is_file()
+                  and path.suffix in (".md", ".json", ".py"))
+
+
+@pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_docs_point_inside_the_repository(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    found = OUTSIDE.search(text)
+    assert found is None, f"{path.relative_to(REPO)} points outside the repository: {found[0]}"
+    for target in LINK.findall(text) if path.suffix == ".md" else ():
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            continue
+        file, _, anchor = target.partition("#")
+        resolved = (path.parent / file).resolve()
+        assert resolved.is_relative_to(REPO), f"{path.name}: link {target} leaves the repository"
+        assert resolved.exists(), f"{path.name}: link {target} names no file"
+        if anchor and resolved.suffix == ".md":
+            assert anchor in anchors(resolved), f"{path.name}: link {target} names no heading"
+
+
+def test_the_index_names_every_package_reader_and_test_file() -> None:
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    wanted = [f"tracekit/{p.name}/" for p in (REPO / "tracekit").iterdir()
+              if p.is_dir() and (p / "__init__.py").exists()]
+    wanted += [f"readers/{p.name}" for p in (REPO / "tracekit/ingest/readers").glob("*.py")
+               if p.name != "__init__.py"]
+    wanted += [p.name for p in (REPO / "tests").glob("test_*.py")]
+    wanted += [f"{p.name}" for p in (DOCS).glob("*.md") if p.name != "README.md"]
+    missing = sorted(name for name in wanted if name not in index)
+    assert not missing, f"docs/README.md does not say where these live: {missing}"
