@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,25 @@ def test_mangled_names_are_demangled():
     prepared = prepare(mangled)
     assert prepared.demangled and prepared.text.startswith("void cutlass::Kernel2<")
     assert classify_name(mangled, RULESET).path == "tf32"
+
+
+@pytest.mark.parametrize(
+    ("printed", "text"),
+    [
+        # rocprof prints the kernel descriptor symbol: the mangled name plus ".kd"
+        ("_ZN5aiter19fmha_fwd_hd128_bf16E.kd", "aiter::fmha_fwd_hd128_bf16"),
+        ("_gemm_afp4wfp4_kernel.kd", "_gemm_afp4wfp4_kernel"),
+        ("mul_mat_q.kd", "mul_mat_q"),
+        # only a trailing ".kd" is the descriptor suffix
+        ("my.kd_kernel", "my.kd_kernel"),
+    ],
+)
+def test_rocprof_kernel_descriptor_suffix_is_dropped(printed, text):
+    prepared = prepare(printed)
+    assert prepared.text == text
+    assert prepared.original == printed
+    # the answer is the one the bare symbol gets
+    assert replace(classify_name(printed, RULESET), name=text) == classify_name(text, RULESET)
 
 
 def test_mangled_name_that_fails_to_demangle_is_kept():

@@ -6,6 +6,10 @@ mark the cut (``nsys stats`` keeps 99 characters + ``…``, torch's table 52 + `
 and their sources are in ``rules/_truncation.toml``): the mark is removed and the name flagged,
 so a rule can still decide from what is left while a rule whose answer could change beyond the
 cut answers ``unknown`` with a ``truncated:`` reason.
+
+rocprof (rocprofv2/v3, omniperf) prints an AMD kernel as its code-object kernel descriptor,
+``<symbol>.kd``: the suffix is dropped before demangling, so rules see the same text as for
+the torch profiler's spelling of the kernel.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ class KernelName:
         return "the name was cut"
 
 
+#: suffix of an AMD code-object kernel descriptor symbol, as rocprof prints kernel names
+KERNEL_DESCRIPTOR_SUFFIX = ".kd"
+
+
 @lru_cache(maxsize=65536)
 def demangle(name: str) -> str | None:
     """The demangled form of an Itanium-mangled name, or None when it is not one or fails."""
@@ -51,8 +59,10 @@ def demangle(name: str) -> str | None:
 
 
 def prepare(name: str) -> KernelName:
-    """Strip whitespace and truncation marks, demangle; never raises."""
+    """Strip whitespace, truncation marks and rocprof's ``.kd``, demangle; never raises."""
     text = name.strip()
+    if text.endswith(KERNEL_DESCRIPTOR_SUFFIX):
+        text = text[: -len(KERNEL_DESCRIPTOR_SUFFIX)].rstrip()
     truncated = False
     cut_by = None
     for mark in marks():
