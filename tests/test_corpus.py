@@ -26,6 +26,7 @@ from tracekit.classify.corpus import (
     snapshot_diff,
     snapshot_lines,
 )
+from tracekit.classify.demangle import binutils_available, runtime_demangles
 from tracekit.classify.engine import derive_path
 from tracekit.classify.names import prepare
 from tracekit.classify.truncation import printers
@@ -125,7 +126,23 @@ def test_cut_names_never_get_another_path():
                 assert answer.reason.startswith("truncated:"), (cut, answer.reason)
 
 
+def _may_need_binutils(name: str) -> bool:
+    """True for a mangled name the C++ runtime's demangler cannot read: binutils' c++filt
+    (the fallback) may read it, so its answer depends on c++filt being on PATH."""
+    kname = prepare(name)
+    return not kname.demangled and kname.text.startswith("_Z") and not runtime_demangles(
+        kname.text
+    )
+
+
 def test_answers_match_the_reviewed_snapshot():
+    """The snapshot is recorded with binutils' c++filt on PATH; without it, the few mangled
+    names only c++filt reads (``DF16b`` …) are left out of the comparison (tested apart in
+    tests/test_demangle.py)."""
+    assert binutils_available() or not UPDATE, "record the snapshot with c++filt on PATH"
+    skipped = set()
+    if not binutils_available():
+        skipped = {e.name for e in ENTRIES if _may_need_binutils(e.name)}
     by_file: dict[str, list] = {}
     for entry, answer in zip(ENTRIES, ANSWERS, strict=True):
         by_file.setdefault(Path(entry.file).stem, []).append(answer)
@@ -138,6 +155,9 @@ def test_answers_match_the_reviewed_snapshot():
             target.write_text("\n".join(current) + "\n", encoding="utf-8")
             continue
         recorded = target.read_text(encoding="utf-8").splitlines() if target.exists() else []
+        if skipped:
+            recorded = [line for line in recorded if json.loads(line)["name"] not in skipped]
+            current = [line for line in current if json.loads(line)["name"] not in skipped]
         problems.extend(f"{stem}: {line}" for line in snapshot_diff(recorded, current))
     if not UPDATE:
         stale = {p.stem for p in SNAPSHOT_DIR.glob("*.jsonl")} - set(by_file)

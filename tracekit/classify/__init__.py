@@ -46,7 +46,7 @@ from tracekit.classify.model import (
     Rule,
     RuleSet,
 )
-from tracekit.classify.names import prepare
+from tracekit.classify.names import KernelName, prepare, prepare_all
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,7 +73,13 @@ def classify_name(
     evidence: NameEvidence | None = None,
 ) -> Classification:
     """Classify one kernel name (see ``classify_names``)."""
-    result, match = classify_by_name(prepare(name), ruleset)
+    return _classify(prepare(name), ruleset, arch, evidence)
+
+
+def _classify(
+    kname: KernelName, ruleset: RuleSet, arch: str | None, evidence: NameEvidence | None
+) -> Classification:
+    result, match = classify_by_name(kname, ruleset)
     return combine(result, match, evidence, arch, ruleset)
 
 
@@ -84,17 +90,18 @@ def classify_names(
     arch: str | None = None,
     evidence: Mapping[str, NameEvidence] | None = None,
 ) -> list[Classification]:
-    """Classify each name (once per distinct name); results are in input order."""
+    """Classify each name (once per distinct name); results are in input order.
+
+    The distinct names are prepared together, so the fallback demangler runs once for all of
+    them (``tracekit.classify.names.prepare_all``).
+    """
     evidence = evidence or {}
-    done: dict[str, Classification] = {}
-    out = []
-    for name in names:
-        result = done.get(name)
-        if result is None:
-            result = classify_name(name, ruleset, arch=arch, evidence=evidence.get(name))
-            done[name] = result
-        out.append(result)
-    return out
+    prepared = prepare_all(names)
+    done = {
+        name: _classify(kname, ruleset, arch, evidence.get(name))
+        for name, kname in prepared.items()
+    }
+    return [done[name] for name in names]
 
 
 class _CallablePackage(types.ModuleType):

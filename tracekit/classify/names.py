@@ -1,7 +1,8 @@
 """Kernel names as profilers print them: mangled, demangled, or cut short.
 
-Rules match demangled text, so Itanium ``_Z…`` names are demangled first (cxxfilt wraps the
-platform's ``__cxa_demangle``; if it fails the raw name is kept). Profilers cut long names and
+Rules match demangled text, so Itanium ``_Z…`` names are demangled first (``demangle``: the C++
+runtime's demangler, then binutils' ``c++filt`` for the names it fails on; if both fail the raw
+name is kept). Profilers cut long names and
 mark the cut (``nsys stats`` keeps 99 characters + ``…``, torch's table 52 + ``...``; the limits
 and their sources are in ``rules/_truncation.toml``): the mark is removed and the name flagged,
 so a rule can still decide from what is left while a rule whose answer could change beyond the
@@ -14,10 +15,13 @@ the torch profiler's spelling of the kernel.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
+from tracekit.classify.demangle import demangle, demangle_all
 from tracekit.classify.truncation import marks, printer_of
+
+__all__ = ["KernelName", "demangle", "prepare", "prepare_all"]
 
 
 @dataclass(frozen=True)
@@ -44,35 +48,32 @@ class KernelName:
 KERNEL_DESCRIPTOR_SUFFIX = ".kd"
 
 
-@lru_cache(maxsize=65536)
-def demangle(name: str) -> str | None:
-    """The demangled form of an Itanium-mangled name, or None when it is not one or fails."""
-    if not name.startswith("_Z"):
-        return None
-    try:
-        import cxxfilt
-
-        text = cxxfilt.demangle(name, external_only=False)
-    except Exception:  # cxxfilt raises InvalidName, or the library may be missing
-        return None
-    return text if text and text != name else None
-
-
 def prepare(name: str) -> KernelName:
     """Strip whitespace, truncation marks and rocprof's ``.kd``, demangle; never raises."""
+    return _prepared(name, *_visible(name))
+
+
+def prepare_all(names: Iterable[str]) -> dict[str, KernelName]:
+    """``prepare`` for many names: each distinct name once, the demangler run once for all."""
+    visible = {name: _visible(name) for name in dict.fromkeys(names)}
+    demangle_all(text for text, _, _ in visible.values() if text.startswith("_Z"))
+    return {name: _prepared(name, *parts) for name, parts in visible.items()}
+
+
+def _visible(name: str) -> tuple[str, bool, str | None]:
+    """The text a profiler left (marks and ``.kd`` removed), whether it was cut, and by whom."""
     text = name.strip()
     if text.endswith(KERNEL_DESCRIPTOR_SUFFIX):
         text = text[: -len(KERNEL_DESCRIPTOR_SUFFIX)].rstrip()
-    truncated = False
-    cut_by = None
     for mark in marks():
         if text.endswith(mark):
             visible = text[: -len(mark)]
             printer = printer_of(visible, mark)
-            cut_by = printer.id if printer else None
-            text = visible.rstrip()
-            truncated = True
-            break
+            return visible.rstrip(), True, printer.id if printer else None
+    return text, False, None
+
+
+def _prepared(name: str, text: str, truncated: bool, cut_by: str | None) -> KernelName:
     demangled = False
     if text.startswith("_Z"):
         plain = demangle(text)
