@@ -46,6 +46,19 @@ def test_no_two_rules_claim_one_name_with_different_labels():
         )
 
 
+@pytest.mark.parametrize(
+    "name",
+    # vLLM / SGLang Triton attention, printed under their @triton.jit names (tests/corpus)
+    ["_fwd_kernel", "_fwd_kernel_stage1", "_fwd_kernel_stage2", "_fwd_grouped_kernel_stage1",
+     "_fwd_kernel_alibi"],
+)
+def test_one_rule_speaks_for_the_triton_decode_and_extend_attention_family(name):
+    from tracekit.classify.engine import all_matches
+
+    matching = [m.rule.id for m in all_matches(name, RULESET)]
+    assert matching == ["triton-attention-untyped"], matching
+
+
 def test_rules_directory_holds_data_only():
     directory = builtin_dir()
     python = sorted(p.name for p in directory.glob("*.py") if p.name != "__init__.py")
