@@ -195,3 +195,19 @@ def test_names_that_do_not_carry_the_type_stay_unknown(name):
 )
 def test_rocprof_kernel_descriptor_suffix(name, path):
     assert classify_name(name, RULESET).path == path
+
+
+def test_ck_tile_batch_prefill_fmha_is_not_flashinfers():
+    """CK-tile's FmhaBatchPrefillWithPagedKVCacheKernel contains FlashInfer's kernel name; the
+    FlashInfer rule excludes it, so ck-tile-fmha decides at an ordinary priority."""
+    from tracekit.classify.engine import all_matches
+    from tracekit.classify.names import prepare
+
+    name = next(r["name"] for r in _rows("amd.jsonl")
+                if "FmhaBatchPrefillWithPagedKVCacheKernelI" in r["name"])
+    matching = [m.rule.id for m in all_matches(prepare(name).text, RULESET)]
+    assert "flashinfer-attention" not in matching
+    assert matching[0] == "ck-tile-fmha"
+    assert classify_name(name, RULESET).path == "bf16"
+    flashinfer = "BatchPrefillWithPagedKVCacheKernel"
+    assert [m.rule.id for m in all_matches(flashinfer, RULESET)][0] == "flashinfer-attention"
