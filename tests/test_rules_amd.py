@@ -211,3 +211,16 @@ def test_ck_tile_batch_prefill_fmha_is_not_flashinfers():
     assert classify_name(name, RULESET).path == "bf16"
     flashinfer = "BatchPrefillWithPagedKVCacheKernel"
     assert [m.rule.id for m in all_matches(flashinfer, RULESET)][0] == "flashinfer-attention"
+
+
+@pytest.mark.parametrize(
+    "name", ["_dynamic_per_token_quant_fp8_i8_kernel", "_static_per_tensor_quant_fp8_i8_kernel"]
+)
+def test_aiter_fp8_or_int8_quantizers_get_no_fp8_answer_from_any_rule(name):
+    """aiter's *_quant_fp8_i8_kernel writes FP8 or INT8 by its output tensor: no rule may say
+    fp8 for it, not even one that a priority change would let win."""
+    from tracekit.classify.engine import all_matches
+
+    matches = all_matches(name, RULESET)
+    assert [m.rule.id for m in matches] == ["triton-quantize-untyped"]
+    assert classify_name(name, RULESET).path == "unknown"
