@@ -341,3 +341,25 @@ def test_epoch_microseconds_stay_exact(tmp_path, store_path):
     ingest_into(store_path, trace)
     [(start, end)] = query(store_path, "SELECT start_ns, end_ns FROM kernels")
     assert (start, end) == (1_712_195_495_506_593_123, 1_712_195_495_506_599_000)
+
+
+def test_real_events_written_as_a_bare_list_are_claimed_and_read_alike(
+    shared_trace, tmp_path, store_path
+):
+    """HTA's legacy trace with its top-level object dropped (the form parsers/
+    kineto-json-list.toml exists for): the list spec claims it and the kernels are the same."""
+    from tracekit.ingest.detect import detect_file
+
+    original = shared_trace("hta/trace_file_list__inference_rank_1.json.gz")
+    truth = raw_truth(original)
+    with gzip.open(original, "rt") as stream:
+        events = json.load(stream)["traceEvents"]  # integer µs timestamps: exact as floats too
+    bare = tmp_path / "inference_rank_1_events.json.gz"
+    with gzip.open(bare, "wt") as stream:
+        json.dump(events, stream, indent=2)
+    assert detect_file(original).id == "kineto-json"
+    assert detect_file(bare).id == "kineto-json-list"
+    run = ingest_into(store_path, bare)
+    [(count, total)] = query(store_path, "SELECT COUNT(*), SUM(end_ns - start_ns) FROM kernels "
+                             "WHERE run_id = ?", run)
+    assert (count, total) == (truth["kernels"], truth["kernel_ns"])
