@@ -1,10 +1,12 @@
-"""What a GPU can compute natively, from the capability table ``rules/_gpus.toml``.
+"""What a GPU can compute natively, and how fast, from the capability table ``rules/_gpus.toml``.
 
 A fallback is only a fallback when the GPU could have done better: FP8 Marlin on an A100 is
 the best any engine can do (sm80 has no FP8 MMA), the same kernel on an H100 is a silent
 downgrade. This module answers "which architecture is this device" (from a compute
-capability, a product name, or a ``--gpu`` value) and "which paths does it run natively".
-It never guesses: an architecture missing from the table has no known capabilities.
+capability, a product name, or a ``--gpu`` value), "which paths does it run natively" and,
+per product (``[model.*]``), "what are its dense peak throughput per path and its memory
+bandwidth" — the roofs of the roofline. It never guesses: an architecture missing from the
+table has no known capabilities, a product it cannot tell apart has no known limits.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from tracekit.errors import ConfigError
+from tracekit.errors import ConfigError, RuleFileError
 from tracekit.expect._data import load_table, require
 
 GPUS_FILE = "_gpus.toml"
@@ -30,6 +32,36 @@ class ArchInfo:
     formats: tuple[str, ...]
     note: str
     cite: str
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """One product row of the table: its dense peak throughput per path and memory bandwidth."""
+
+    key: str
+    arch: str
+    name: str
+    tflops: dict[str, float]  # path word -> dense peak, TFLOP/s (TOP/s for int8)
+    memory_gbps: float  # peak DRAM bandwidth, 10^9 bytes/s
+    cite: str
+
+    def peak_flops(self, path: str) -> float | None:
+        """Peak FLOP/s of ``path`` on this product, or None when its source lists none."""
+        value = self.tflops.get(path)
+        return value * 1e12 if value is not None else None
+
+    @property
+    def bandwidth(self) -> float:
+        """Peak memory bandwidth in bytes/s."""
+        return self.memory_gbps * 1e9
+
+
+@dataclass(frozen=True)
+class ModelMatch:
+    """The product a device resolves to, or None with the reason it could not be told."""
+
+    model: GpuModel | None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +98,59 @@ def _arch_table() -> dict[str, ArchInfo]:
             cite=require(row, "cite", GPUS_FILE, where),
         )
     return result
+
+
+@cache
+def _model_table() -> tuple[tuple[GpuModel, re.Pattern[str]], ...]:
+    rows = load_table(GPUS_FILE).get("model", {})
+    models = []
+    for key, row in rows.items():
+        where = f"[model.{key}]"
+        arch = require(row, "arch", GPUS_FILE, where)
+        if arch not in _arch_table():
+            raise RuleFileError(f"rules/{GPUS_FILE}: {where} names arch {arch!r}, "
+                                "which has no [arch.*] entry")
+        tflops = {str(path): float(value)
+                  for path, value in require(row, "tflops", GPUS_FILE, where).items()}
+        models.append((GpuModel(
+            key=key, arch=arch, name=require(row, "name", GPUS_FILE, where),
+            tflops=tflops, memory_gbps=float(require(row, "memory_gbps", GPUS_FILE, where)),
+            cite=require(row, "cite", GPUS_FILE, where),
+        ), re.compile(require(row, "regex", GPUS_FILE, where))))
+    return tuple(models)
+
+
+def gpu_models() -> tuple[GpuModel, ...]:
+    """Every product with limits in the table, in table order."""
+    return tuple(model for model, _ in _model_table())
+
+
+def gpu_model(key: str) -> GpuModel | None:
+    """The product row ``key`` ("h100-sxm"), or None."""
+    return next((model for model in gpu_models() if model.key == key), None)
+
+
+def match_gpu_model(name: str | None, arch: str | None = None) -> ModelMatch:
+    """The product a device is, from its reported name (and its arch, where known).
+
+    Several products share an architecture and even a name stem (H100 SXM, PCIe and NVL): the
+    name must single one out. No match, or more than one, is an answer with the reason — the
+    limits are then unknown, never borrowed from a sibling product.
+    """
+    if not name:
+        return ModelMatch(None, "the trace names no GPU product; pass --gpu with its name")
+    found = [model for model, pattern in _model_table()
+             if pattern.search(name) and (arch is None or model.arch == arch)]
+    if len(found) == 1:
+        return ModelMatch(found[0])
+    if found:
+        names = ", ".join(model.name for model in found)
+        return ModelMatch(None, f"{name.strip()!r} could be any of {names}")
+    reason = f"no product in rules/{GPUS_FILE} matches {name.strip()!r}"
+    siblings = [model.name for model in gpu_models() if arch and model.arch == arch]
+    if siblings:
+        reason += f"; {arch} products with limits: {', '.join(siblings)} (pass --gpu NAME)"
+    return ModelMatch(None, reason)
 
 
 @cache
