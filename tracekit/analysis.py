@@ -143,9 +143,12 @@ def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
     for device_id, arch, major, minor, name in devices:
         resolved = device_arch(arch, major, minor, name)
         source = None
+        named = name
         if (resolved is None or resolved not in known_archs()) and gpu_arch:
             resolved, name, source = gpu_arch, name or gpu_name, "user"
-        if resolved != arch or source:
+        elif name is None and gpu_name and resolved == gpu_arch:
+            name = gpu_name  # the trace knows the arch, not the product (ncu CSV): --gpu says
+        if resolved != arch or source or name != named:
             connection.execute(text(
                 "UPDATE devices SET arch = :arch, name = :name, "
                 "arch_source = COALESCE(:source, arch_source) WHERE id = :id"),
@@ -156,4 +159,8 @@ def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
         connection.execute(text("UPDATE runs SET gpu = :gpu WHERE id = :run_id"),
                            {"gpu": f"{main[1] or 'GPU'} ({main[0]})", "run_id": run_id})
         return main[0]
+    if gpu_arch and gpu_name and not devices:
+        # A trace without a device table (trimmed exports): --gpu names the product.
+        connection.execute(text("UPDATE runs SET gpu = :gpu WHERE id = :run_id"),
+                           {"gpu": f"{gpu_name} ({gpu_arch})", "run_id": run_id})
     return gpu_arch

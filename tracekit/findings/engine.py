@@ -418,6 +418,18 @@ def _expectation_findings(
                     "kv_cache": decl.kv_cache,
                 }
             )
+            # What the judgement compared, in words other stages can read back (the
+            # roofline's fallback estimate re-costs the observed paths on the expected one).
+            evidence.append(
+                {
+                    "source": "judgement",
+                    "state": judgement.state,
+                    "observed": [p for p in observed_paths if p in phase.by_path],
+                    "expected": decl.path,
+                    "weights": decl.weights,
+                    "activations": decl.activations,
+                }
+            )
         if ctx.gpu_arch:
             evidence.append(
                 {

@@ -226,6 +226,8 @@ def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
     phase_table = phases(connection, run_id, kernel_entries)
     verdict_row = connection.execute(text("SELECT verdict FROM runs WHERE id = :r"),
                                      {"r": run_id}).scalar()
+    from tracekit.roofline.section import roofline_section
+
     return {
         "tracekit_document": DOCUMENT_VERSION,
         "run": header,
@@ -236,5 +238,6 @@ def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
         "phase_attribution": phase_attribution(connection, run_id, phase_table),
         "findings": findings(connection, run_id),
         "launchers": process_names(connection, run_id),
+        "roofline": roofline_section(connection, run_id),
         "kernels": kernel_entries,
     }

@@ -74,6 +74,7 @@ def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
     _devices(console, document["devices"])
     _gemm_paths(console, summary)
     _phases(console, document["phases"])
+    _roofline(console, document.get("roofline"))
     _top_kernels(console, document["kernels"], summary["gpu_time_ns"])
     _launchers(console, document.get("launchers") or [])
     _findings(console, document["findings"])
@@ -130,6 +131,62 @@ def _phases(console: Console, phases: dict[str, Any]) -> None:
                       f"{data['prefill_tokens']:,}/{data['decode_tokens']:,}",
                       format_ns(data["gpu_ns"]), format_ns(gemm), by_path or "–")
     console.print(table)
+
+
+def format_rate(value: float | None, unit: str) -> str:
+    """A throughput from its base unit per second: 1.23 TB/s, 456 GB/s, 12.3 TFLOP/s."""
+    if value is None:
+        return "–"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}/s"
+    return f"{value:.3g} {unit}/s"
+
+
+def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
+    """Per phase and path: achieved throughput, intensity, the roof it sits against; then
+    what each silent fallback costs, as the estimate it is."""
+    if not roofline or not roofline["phases"]:
+        return
+    gpu = roofline.get("gpu")
+    where = (f"{gpu['name']}: dense peaks and bandwidth from rules/_gpus.toml" if gpu else
+             f"GPU limits unknown: {roofline.get('gpu_reason')}")
+    table = Table(title=f"roofline ({where})", title_justify="left", show_edge=False)
+    for column, justify in (("phase", "left"), ("path", "left"), ("GEMM time", "right"),
+                            ("work known", "right"), ("achieved", "right"),
+                            ("bandwidth", "right"), ("FLOP/B", "right"), ("bound", "left"),
+                            ("of roof", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    unknown_notes: list[str] = []
+    for phase in PHASES:
+        for index, row in enumerate(roofline["phases"].get(phase, [])):
+            known = row["covered_ns"] > 0
+            bound = row["bound"] or "–"
+            if known and row["roof_tflops"] is not None:
+                bound = (f"{bound} "
+                         f"({row['roof_math'].upper()} roof {row['roof_tflops']:,.0f} TFLOP/s)")
+            elif known:
+                bound = "no roof for this path"
+            table.add_row(
+                phase if index == 0 else "", Text(row["path"], style=PATH_STYLE.get(row["path"], "")),
+                format_ns(row["time_ns"]), f"{100 * row['coverage']:.0f}%",
+                format_rate(row["flops"] / row["covered_ns"] * 1e9, "FLOP") if known else "–",
+                format_rate(row["bytes"] / row["covered_ns"] * 1e9, "B") if known else "–",
+                f"{row['intensity']:.3g}" if known else "–", bound,
+                f"{100 * row['roof_share']:.0f}%" if row["roof_share"] is not None else "–")
+            if row["unknown"] and row["coverage"] < 0.995:
+                top = row["unknown"][0]
+                unknown_notes.append(f"{phase} {row['path']}: {format_ns(top['ns'])} without "
+                                     f"known work — {top['reason']}")
+    console.print(table)
+    for note in unknown_notes[:6]:
+        console.print(Text(f"  {note}", style="dim"))
+    estimates = roofline.get("fallback") or []
+    if estimates:
+        console.print(Text("what the fallback costs (estimate)", style="bold"))
+        for item in estimates:
+            console.print(Text(f"  {item['sentence']}"))
+        console.print(Text(f"  model: {roofline['fallback_model']}", style="dim"))
 
 
 def _top_kernels(console: Console, kernels: list[dict[str, Any]], gpu_ns: int) -> None:

@@ -1,0 +1,159 @@
+"""The ``roofline`` section of the analysis document, and flat records for the Python API.
+
+Everything here is computed from the families (one row per unique kernel name × op signature
+or counters, never per launch) and the GPU's product row; the section is plain JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from tracekit.expect.gpu import GpuModel, ModelMatch, match_gpu_model
+from tracekit.report.document import PHASES
+from tracekit.roofline.fallback import MODEL_TEXT, estimate, fallback_claims
+from tracekit.roofline.families import Family, gemm_families
+from tracekit.roofline.model import PathSummary, Roof, by_phase_and_path, roof_for
+
+#: families listed one by one in the document (the sums per phase and path cover them all)
+MAX_FAMILIES = 2_000
+#: the path order of roofs and legends
+ROOF_PATHS = ("fp4", "fp8", "int8", "bf16", "fp16", "tf32", "fp32", "fp64")
+
+WORK_MODEL = ("FLOPs = 2·M·N·K per GEMM op from its recorded operand shapes (or Nsight Compute "
+              "tensor-pipe operations); bytes = every operand read once at its stored size plus "
+              "the output written once (or ncu's measured DRAM bytes); a phase is compute-bound "
+              "when its intensity is at or above the ridge point peak/bandwidth of its path")
+_RUN_GPU = re.compile(r"^(?P<name>.*?)\s*\((?P<arch>[^()]+)\)\s*$")
+
+
+def run_gpu_model(connection: Connection, run_id: int) -> ModelMatch:
+    """The product the run's GPU is, from its devices (or the ``--gpu`` name stored on the run).
+
+    All devices must resolve to one product; a run over different products has no one roof.
+    """
+    devices = connection.execute(text(
+        "SELECT name, arch FROM devices WHERE run_id = :run_id ORDER BY device_index, id"),
+        {"run_id": run_id}).all()
+    matches = [match_gpu_model(name, arch) for name, arch in devices if name or arch]
+    if not matches:
+        label = connection.execute(text("SELECT gpu FROM runs WHERE id = :run_id"),
+                                   {"run_id": run_id}).scalar()
+        found = _RUN_GPU.match(label or "")
+        return match_gpu_model(found.group("name"), found.group("arch")) if found else \
+            match_gpu_model(label or None)
+    keys = {match.model.key for match in matches if match.model}
+    if len(keys) > 1:
+        return ModelMatch(None, "the run's devices are different products: "
+                                + ", ".join(sorted(keys)))
+    return next((match for match in matches if match.model), matches[0])
+
+
+def _rate(value: float | None, scale: float) -> float | None:
+    return value / scale if value is not None else None
+
+
+def _roof_dict(roof: Roof) -> dict[str, Any]:
+    return {"path": roof.path, "math": roof.math, "peak_tflops": roof.peak_flops / 1e12,
+            "ridge_flop_per_byte": roof.ridge}
+
+
+def _summary_dict(summary: PathSummary) -> dict[str, Any]:
+    point = summary.point
+    known = point.time_ns > 0
+    return {
+        "path": summary.path,
+        "time_ns": summary.time_ns,
+        "covered_ns": point.time_ns,
+        "coverage": summary.coverage,
+        "flops": point.flops if known else None,
+        "bytes": point.bytes if known else None,
+        "tflops": point.flops_per_s / 1e12 if known else None,
+        "gbps": point.bytes_per_s / 1e9 if known else None,
+        "intensity": point.intensity if known else None,
+        "bound": point.bound if known else None,
+        "roof_tflops": _rate(point.roof.peak_flops, 1e12) if point.roof else None,
+        "roof_math": point.roof.math if point.roof else None,
+        "ridge_flop_per_byte": point.roof.ridge if point.roof else None,
+        "roof_share": point.roof_share if known else None,
+        "bound_ns": point.bound_ns if known else None,
+        "unknown": [{"reason": reason, "ns": ns} for reason, ns in summary.unknown_reasons.items()],
+    }
+
+
+def family_record(family: Family, model: GpuModel | None) -> dict[str, Any]:
+    """One family as a flat record: its work, time and where it sits against its roof."""
+    roof = roof_for(family.path, family.activations, model)
+    known = family.known
+    flops = family.flops if known else None
+    bytes_ = family.bytes if known else None
+    intensity = flops / bytes_ if known and bytes_ else None
+    seconds = family.time_ns / 1e9
+    record: dict[str, Any] = {
+        "phase": family.phase, "name": family.name, "path": family.path,
+        "activations": family.activations, "source": family.source,
+        "op": family.op_name, "signature": family.signature,
+        "launches": family.launches, "ops": family.ops, "time_ns": family.time_ns,
+        "flops": family.flops, "bytes": family.bytes, "intensity": intensity,
+        "tflops": flops / seconds / 1e12 if flops is not None and seconds else None,
+        "gbps": bytes_ / seconds / 1e9 if bytes_ is not None and seconds else None,
+        "bound": roof.bound(intensity) if roof and intensity is not None else None,
+        "roof_tflops": roof.peak_flops / 1e12 if roof else None,
+        "roof_share": (roof.bound_ns(flops, bytes_) / family.time_ns
+                       if roof and flops is not None and bytes_ is not None and family.time_ns
+                       else None),
+        "reason": family.reason if not known else None,
+        "notes": list(family.notes),
+    }
+    if family.work is not None:
+        record.update(m=family.work.m, n=family.work.n, k=family.work.k,
+                      batch=family.work.batch)
+    return record
+
+
+def roofline_section(connection: Connection, run_id: int) -> dict[str, Any]:
+    """The document's ``roofline`` object (see the module docstring of tracekit.roofline)."""
+    families = gemm_families(connection, run_id)
+    match = run_gpu_model(connection, run_id)
+    model = match.model
+    summaries = by_phase_and_path(families, model)
+    phases: dict[str, list[dict[str, Any]]] = {}
+    for phase in PHASES:
+        rows = sorted((s for s in summaries if s.phase == phase), key=lambda s: -s.time_ns)
+        if rows:
+            phases[phase] = [_summary_dict(s) for s in rows]
+    roofs = []
+    if model is not None:
+        for path in ROOF_PATHS:
+            roof = roof_for(path, None, model)
+            if roof is not None:
+                roofs.append(_roof_dict(roof))
+    estimates = [estimate(claim, families, model, match.reason).as_dict()
+                 for claim in fallback_claims(connection, run_id)]
+    return {
+        "gpu": None if model is None else {
+            "model": model.key, "name": model.name, "arch": model.arch,
+            "memory_gbps": model.memory_gbps, "tflops": dict(model.tflops), "cite": model.cite},
+        "gpu_reason": match.reason,
+        "model": WORK_MODEL,
+        "fallback_model": MODEL_TEXT,
+        "roofs": roofs,
+        "phases": phases,
+        "families": [family_record(f, model) for f in families[:MAX_FAMILIES]],
+        "families_left_out": max(0, len(families) - MAX_FAMILIES),
+        "fallback": estimates,
+    }
+
+
+def roofline_records(connection: Connection, run_id: int) -> list[dict[str, Any]]:
+    """One flat record per GEMM family of the run (the Python API's ``run.roofline()``).
+
+    Keys: phase, name, path, activations, source (shapes/counters/none), op, signature,
+    launches, ops, time_ns, flops, bytes, intensity (FLOP/byte), tflops, gbps, bound
+    (compute/bandwidth), roof_tflops, roof_share, reason (why the work is unknown), notes, and
+    m, n, k, batch where shapes gave them. Unknown values are None, never guessed.
+    """
+    model = run_gpu_model(connection, run_id).model
+    return [family_record(f, model) for f in gemm_families(connection, run_id)]
