@@ -134,7 +134,7 @@ def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
     unknown (trimmed exports have no GPU table); a known arch from the trace is kept (the
     findings stage weighs ``--gpu`` against it). Returns the run's main arch.
     """
-    from tracekit.expect.gpu import device_arch, known_archs
+    from tracekit.expect.gpu import device_arch, known_archs, match_gpu_model
 
     devices = connection.execute(text(
         "SELECT id, arch, compute_major, compute_minor, name FROM devices "
@@ -146,8 +146,11 @@ def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
         named = name
         if (resolved is None or resolved not in known_archs()) and gpu_arch:
             resolved, name, source = gpu_arch, name or gpu_name, "user"
-        elif name is None and gpu_name and resolved == gpu_arch:
-            name = gpu_name  # the trace knows the arch, not the product (ncu CSV): --gpu says
+        elif (gpu_name and resolved == gpu_arch and match_gpu_model(name, resolved).model is None
+              and match_gpu_model(gpu_name, resolved).model is not None):
+            # The trace knows the arch but not the product (ncu CSVs name no GPU, engineering
+            # samples have odd names): --gpu names it, for the roofline's limits.
+            name = gpu_name
         if resolved != arch or source or name != named:
             connection.execute(text(
                 "UPDATE devices SET arch = :arch, name = :name, "

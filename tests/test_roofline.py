@@ -1,0 +1,591 @@
+"""The roofline: work per op signature, the GPU limits table, the per-phase model and the
+fallback estimate — every number checked against arithmetic done by hand in the comments.
+
+Real inputs where they exist: the TraceLens B200/H100 Kineto traces (recorded with shapes)
+and the llm-perf-opt Nsight Compute CSVs of an RTX 5090 (tensor-pipe counters, DRAM bytes,
+durations); they skip cleanly when ../shared/traces is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import text
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from roofline_scenario import (  # noqa: E402
+    DECODE_GEMM_US,
+    LM_HEAD_US,
+    PREFILL_GEMM_US,
+    write_fallback_trace,
+)
+
+from tracekit.analysis import AnalysisOptions, analyze  # noqa: E402
+from tracekit.cli import cli  # noqa: E402
+from tracekit.expect._data import load_table  # noqa: E402
+from tracekit.expect.gpu import gpu_model, gpu_models, match_gpu_model, native_paths  # noqa: E402
+from tracekit.roofline.families import SHAPES_SQL  # noqa: E402
+from tracekit.roofline.model import Roof, roof_for  # noqa: E402
+from tracekit.roofline.section import roofline_records, roofline_section  # noqa: E402
+from tracekit.roofline.work import Unknown, Work, op_specs, op_work  # noqa: E402
+from tracekit.store import open_store  # noqa: E402
+
+CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
+NVFP4_W4A4 = CHECKPOINTS / "ct-nvfp4-w4a4.config.json"
+BF16, FP8, INT, LONG = "c10::BFloat16", "c10::Float8_e4m3fn", "int", "long int"
+PATH_WORDS = {"fp4", "fp8", "int8", "bf16", "fp16", "tf32", "fp32", "fp64"}
+
+
+def work(op: str, types: list[str], dims: list[Any]) -> Work | Unknown:
+    return op_work(op, json.dumps(types), json.dumps(dims))
+
+
+# -- work per op signature --------------------------------------------------------------
+
+def test_mm_flops_and_bytes() -> None:
+    # [64, 128] x [128, 32] in BF16: 2*64*32*128 = 524,288 FLOPs;
+    # bytes 64*128*2 + 128*32*2 + out 64*32*2 = 16,384 + 8,192 + 4,096 = 28,672
+    result = work("aten::mm", [BF16, BF16], [[64, 128], [128, 32]])
+    assert isinstance(result, Work)
+    assert (result.m, result.n, result.k, result.batch) == (64, 32, 128, 1)
+    assert result.flops == 524_288 and result.bytes == 28_672
+    assert result.a_bytes == 16_384 and result.weight_bytes == 8_192 and result.out_bytes == 4_096
+    assert result.intensity == pytest.approx(524_288 / 28_672)
+
+
+def test_addmm_counts_the_bias_once() -> None:
+    # bias [32] (64 B) + [64,128] + [128,32] + out: 28,672 + 64 = 28,736 bytes
+    result = work("aten::addmm", [BF16, BF16, BF16, "Scalar", "Scalar"],
+                  [[32], [64, 128], [128, 32], [], []])
+    assert isinstance(result, Work)
+    assert result.flops == 524_288 and result.bytes == 28_736
+
+
+def test_bmm_is_batched_and_has_no_weights() -> None:
+    # 8 x [16, 64] x [64, 16] in FP32: 2*8*16*16*64 = 262,144 FLOPs;
+    # bytes 8*16*64*4 * 2 + out 8*16*16*4 = 65,536 + 8,192 = 73,728
+    result = work("aten::bmm", ["float", "float"], [[8, 16, 64], [8, 64, 16]])
+    assert isinstance(result, Work)
+    assert result.batch == 8 and result.flops == 262_144 and result.bytes == 73_728
+    assert result.weight_bytes is None
+
+
+def test_linear_folds_leading_dimensions_into_m() -> None:
+    # input [2, 5, 64], weight [96, 64], bias [96] in FP16: M = 10, N = 96, K = 64
+    # FLOPs 2*10*96*64 = 122,880; bytes 1,280 + 12,288 + 192 + out 1,920 = 15,680
+    result = work("aten::linear", ["c10::Half"] * 3, [[2, 5, 64], [96, 64], [96]])
+    assert isinstance(result, Work)
+    assert (result.m, result.n, result.k) == (10, 96, 64)
+    assert result.flops == 122_880 and result.bytes == 15_680
+
+
+def test_matmul_forms_by_rank() -> None:
+    folded = work("aten::matmul", [BF16, BF16], [[3, 4, 64], [64, 8]])
+    assert isinstance(folded, Work) and (folded.m, folded.n, folded.batch) == (12, 8, 1)
+    batched = work("aten::matmul", [BF16, BF16], [[3, 4, 64], [3, 64, 8]])
+    assert isinstance(batched, Work) and (batched.batch, batched.m, batched.weight_bytes) == (
+        3, 4, None)
+    odd = work("aten::matmul", [BF16, BF16], [[2, 3, 4, 64], [2, 3, 64, 8]])
+    assert isinstance(odd, Unknown) and "aten::matmul" in odd.reason
+
+
+def test_scaled_mm_fp8_assumes_a_16_bit_output() -> None:
+    # [32, 256] x [256, 64] FP8 with two FP32 scalar-tensor scales:
+    # FLOPs 2*32*64*256 = 1,048,576; bytes 8,192 + 16,384 + 4 + 4 + out 32*64*2 = 4,096
+    result = work("aten::_scaled_mm", [FP8, FP8, "float", "float", "", "", "Scalar", "Scalar"],
+                  [[32, 256], [256, 64], [], [], [], [], [], []])
+    assert isinstance(result, Work)
+    assert result.flops == 1_048_576 and result.bytes == 8_192 + 16_384 + 8 + 4_096
+    assert result.note and "assumed 16-bit" in result.note
+
+
+def test_int_mm_writes_int32() -> None:
+    # [16, 64] x [64, 32] INT8 -> INT32: bytes 1,024 + 2,048 + 16*32*4 = 2,048 -> 5,120
+    result = work("aten::_int_mm", ["signed char", "signed char"], [[16, 64], [64, 32]])
+    assert isinstance(result, Work) and result.bytes == 5_120 and result.flops == 65_536
+
+
+def test_vllm_fp4_gemm_unpacks_k_and_counts_the_out_argument_once() -> None:
+    # out [16, 64] BF16; a [16, 128] uint8 = K 256 FP4; b [64, 128] uint8; scales; alpha.
+    # FLOPs 2*16*64*256 = 524,288; bytes out 2,048 + a 2,048 + b 8,192 + a_sf 16*16 + b_sf
+    # 64*16 (FP8) + alpha 4 = 13,572 (no second output: `out` was recorded)
+    result = work("_C::cutlass_scaled_fp4_mm",
+                  ["c10::BFloat16", "unsigned char", "unsigned char", FP8, FP8, "float"],
+                  [[16, 64], [16, 128], [64, 128], [16, 16], [64, 16], []])
+    assert isinstance(result, Work)
+    assert (result.m, result.n, result.k) == (16, 64, 256)
+    assert result.flops == 524_288 and result.bytes == 13_572 and result.out_bytes == 2_048
+
+
+@pytest.mark.parametrize("args", [14, 17, 18, 19])
+def test_marlin_forms_of_each_vllm_release(args: int) -> None:
+    # M 16, K 4096, N 4096 (from b_scales [32, 4096]); weights int32 [256, 8192] = 8 MiB.
+    positions = {14: (1, 2, 6), 17: (2, 3, 8), 18: (2, 4, 9), 19: (2, 4, 10)}[args]
+    weight_at, scales_at, workspace_at = positions
+    types = ["Scalar"] * args
+    dims: list[Any] = [[] for _ in range(args)]
+    types[0], dims[0] = BF16, [16, 4096]
+    types[weight_at], dims[weight_at] = INT, [256, 8192]
+    types[scales_at], dims[scales_at] = BF16, [32, 4096]
+    types[workspace_at], dims[workspace_at] = INT, [128]
+    if args >= 17:
+        types[1] = ""  # c_or_none: None
+    result = work("_C::gptq_marlin_gemm", types, dims)
+    assert isinstance(result, Work), result
+    # a 131,072 + weights 8,388,608 + scales 262,144 + workspace 512 + out 131,072
+    assert result.flops == 2 * 16 * 4096 * 4096 and result.bytes == 8_913_408
+    assert result.weight_bytes == 8_388_608
+
+
+def test_every_example_in_the_op_table() -> None:
+    checked = 0
+    for spec in op_specs().values():
+        for example in spec.examples:
+            result = work(spec.name, example["types"], example["dims"])
+            assert isinstance(result, Work), (spec.name, result)
+            assert (result.flops, result.bytes) == (example["flops"], example["bytes"]), spec.name
+            checked += 1
+    assert checked >= 4
+
+
+@pytest.mark.parametrize("op, types, dims, reason", [
+    ("vllm::moe_forward", [BF16, BF16], [[888, 3072], [888, 128]], "do not say M, N and K"),
+    ("aten::mm", [BF16, BF16, BF16], [[4, 8], [8, 2], [2]], "3 arguments"),
+    ("aten::mm", [BF16, BF16], [[4, 8], [9, 2]], "should agree"),
+    ("aten::mm", ["c10::qint8", "c10::qint8"], [[4, 8], [8, 2]], "'c10::qint8' has no size"),
+])
+def test_unknown_work_says_why(op: str, types: list[str], dims: list[Any], reason: str) -> None:
+    result = work(op, types, dims)
+    assert isinstance(result, Unknown) and reason in result.reason
+
+
+def test_ops_recorded_without_shapes_are_unknown() -> None:
+    result = op_work("aten::mm", None, None)
+    assert isinstance(result, Unknown) and "record_shapes=True" in result.reason
+
+
+# -- the GPU limits table ------------------------------------------------------------------
+
+def test_every_product_row_is_tied_to_an_arch_and_cites_its_source() -> None:
+    table = load_table("_gpus.toml")
+    assert len(gpu_models()) >= 20
+    for model in gpu_models():
+        assert model.arch in table["arch"], model.key
+        assert set(model.tflops) <= PATH_WORDS, model.key
+        # a product never has a roof for a path its architecture cannot compute
+        assert set(model.tflops) <= native_paths(model.arch), model.key
+        assert model.memory_gbps > 0 and all(v > 0 for v in model.tflops.values())
+        assert re.search(r"https://(www\.|images\.)?(nvidia|amd)\.com/", model.cite), model.key
+    archs = {model.arch for model in gpu_models()}
+    assert {"sm80", "sm86", "sm89", "sm90", "sm100", "sm120", "sm121", "gfx942",
+            "gfx950"} <= archs
+
+
+@pytest.mark.parametrize("name, arch, key", [
+    ("NVIDIA H100 80GB HBM3", "sm90", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "sm90", "h100-pcie"),
+    ("NVIDIA H100 NVL", "sm90", "h100-nvl"),
+    ("NVIDIA H200", "sm90", "h200-sxm"),
+    ("NVIDIA H200 NVL", "sm90", "h200-nvl"),
+    ("NVIDIA A100-SXM4-80GB", "sm80", "a100-sxm4-80gb"),
+    ("NVIDIA A100 80GB PCIe", "sm80", "a100-pcie-80gb"),
+    ("NVIDIA B200", "sm100", "b200"),
+    ("NVIDIA GB200", "sm100", "gb200"),
+    ("NVIDIA GeForce RTX 5090", "sm120", "rtx-5090"),
+    ("NVIDIA GeForce RTX 4090", "sm89", "rtx-4090"),
+    ("NVIDIA L40S", "sm89", "l40s"),
+    ("NVIDIA GB10", "sm121", "gb10"),
+    ("AMD Instinct MI300X", "gfx942", "mi300x"),
+    ("AMD Instinct MI355X", "gfx950", "mi355x"),
+])
+def test_device_names_resolve_to_one_product(name: str, arch: str, key: str) -> None:
+    found = match_gpu_model(name, arch)
+    assert found.model is not None and found.model.key == key, found.reason
+
+
+@pytest.mark.parametrize("name, arch, words", [
+    ("H100", "sm90", "H100 SXM, H100 PCIe"),  # the name leaves the product open
+    ("A100-PG509-200", "sm80", "A100 SXM4 80GB"),
+    ("NVIDIA A10G", "sm86", "no product"),
+    (None, None, "names no GPU product"),
+])
+def test_products_it_cannot_tell_apart_have_no_limits(name: str | None, arch: str | None,
+                                                       words: str) -> None:
+    found = match_gpu_model(name, arch)
+    assert found.model is None and words in (found.reason or "")
+
+
+def test_dense_figures_are_half_the_printed_sparse_ones() -> None:
+    # H100 SXM datasheet: BF16 1,979 and FP8 3,958 TFLOPS "with sparsity"; 3.35 TB/s.
+    h100 = gpu_model("h100-sxm")
+    assert h100 is not None
+    assert h100.tflops["bf16"] == 1979 / 2 and h100.tflops["fp8"] == 3958 / 2
+    assert h100.bandwidth == 3.35e12
+    # RTX 5090: 3,352 AI TOPS = FP4 with sparsity.
+    rtx = gpu_model("rtx-5090")
+    assert rtx is not None and rtx.tflops["fp4"] == 3352 / 2
+
+
+# -- the roof ----------------------------------------------------------------------------
+
+def test_roof_ridge_bound_and_time() -> None:
+    rtx = gpu_model("rtx-5090")
+    roof = roof_for("bf16", None, rtx)
+    assert roof is not None
+    # ridge = 419e12 / 1792e9 = 233.82 FLOP/B
+    assert roof.ridge == pytest.approx(233.8169, rel=1e-6)
+    assert roof.bound(233.0) == "bandwidth" and roof.bound(234.0) == "compute"
+    assert roof.attainable(10.0) == pytest.approx(17.92e12)
+    # 1 TFLOP and 1 GB: max(1e12/419e12, 1e9/1792e9) s = 2.3866 ms
+    assert roof.bound_ns(1e12, 1e9) == pytest.approx(1e12 / 419e12 * 1e9)
+
+
+def test_weight_only_runs_at_its_16_bit_activations_rate() -> None:
+    rtx = gpu_model("rtx-5090")
+    roof = roof_for("weight_only", "bf16", rtx)
+    assert isinstance(roof, Roof) and roof.math == "bf16" and roof.peak_flops == 419e12
+    assert roof_for("weight_only", None, rtx) is not None  # BF16 = FP16 rate on this product
+    assert roof_for("fp8", None, gpu_model("gb10")) is None  # GB10: only FP4 listed
+    assert roof_for("unknown", None, rtx) is None
+
+
+# -- a synthetic fallback trace with shapes, end to end -------------------------------------
+
+@pytest.fixture(scope="module")
+def fallback_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("roofline")
+    trace = write_fallback_trace(folder / "fallback.json")
+    store = open_store(str(folder / "store.db"))
+    result = analyze(store, [trace], AnalysisOptions(model=NVFP4_W4A4))
+    return {"store": store, "run_id": result.run_id, "document": result.document,
+            "trace": trace, "folder": folder}
+
+
+def _row(document: dict[str, Any], phase: str, path: str) -> dict[str, Any]:
+    return next(r for r in document["roofline"]["phases"][phase] if r["path"] == path)
+
+
+def test_prefill_is_compute_bound_on_the_bf16_roof(fallback_run: dict[str, Any]) -> None:
+    # 4 ops, M 512, N = K = 4096: FLOPs 4 * 2*512*4096*4096 = 68,719,476,736.
+    # Bytes per op: a 4,194,304 + weights 8,388,608 + scales 262,144 + workspace 512 +
+    # out 4,194,304 = 17,039,872; x4 = 68,159,488. Time 4 * 60 us = 240 us.
+    row = _row(fallback_run["document"], "prefill", "weight_only")
+    assert row["time_ns"] == row["covered_ns"] == 4 * PREFILL_GEMM_US * 1000
+    assert row["flops"] == 68_719_476_736 and row["bytes"] == 68_159_488
+    assert row["tflops"] == pytest.approx(68_719_476_736 / 240e-6 / 1e12)  # 286.3
+    assert row["gbps"] == pytest.approx(68_159_488 / 240e-6 / 1e9)  # 284.0
+    assert row["intensity"] == pytest.approx(1008.2, abs=0.1)
+    assert row["bound"] == "compute" and row["roof_math"] == "bf16"
+    assert row["roof_share"] == pytest.approx(68_719_476_736 / 419e12 / 240e-6)  # 0.683
+
+
+def test_decode_is_bandwidth_bound_and_says_what_it_could_not_cost(
+        fallback_run: dict[str, Any]) -> None:
+    # 16 linked ops, M 8: FLOPs 16 * 2*8*4096*4096 = 4,294,967,296; bytes per op 65,536 +
+    # 8,388,608 + 262,144 + 512 + 65,536 = 8,782,336, x16 = 140,517,376; 16 * 6 us = 96 us.
+    # One more 6 us launch has no op: 102 us of weight_only time, 94% with known work.
+    row = _row(fallback_run["document"], "decode", "weight_only")
+    assert row["time_ns"] == 17 * DECODE_GEMM_US * 1000 and row["covered_ns"] == 96_000
+    assert row["flops"] == 4_294_967_296 and row["bytes"] == 140_517_376
+    assert row["gbps"] == pytest.approx(140_517_376 / 96e-6 / 1e9)  # 1,463.7
+    assert row["bound"] == "bandwidth"
+    assert row["roof_share"] == pytest.approx(140_517_376 / 1792e9 / 96e-6)  # 0.817
+    assert row["unknown"][0]["ns"] == 6_000 and "not linked" in row["unknown"][0]["reason"]
+    # lm_head: 4 x [8,4096] x [4096,8192] BF16: bytes 4 * (65,536 + 67,108,864 + 131,072)
+    head = _row(fallback_run["document"], "decode", "bf16")
+    assert head["bytes"] == 4 * 67_305_472 and head["time_ns"] == 4 * LM_HEAD_US * 1000
+    assert head["bound"] == "bandwidth"
+
+
+def _estimate(document: dict[str, Any], phase: str) -> dict[str, Any]:
+    return next(e for e in document["roofline"]["fallback"] if e["phase"] == phase)
+
+
+def test_prefill_fallback_estimate(fallback_run: dict[str, Any]) -> None:
+    # Expected path NVFP4 (4.5 bits per value), per op: activations 512*4096 values read by the
+    # GEMM and written by quantization 2 * 1,179,648 + the quantization reading the BF16 ones
+    # 4,194,304 + weights 4096*4096*4.5/8 = 9,437,184 + out 4,194,304 = 20,185,088; x4 =
+    # 80,740,352 bytes. Bound = max(68.72e9 / 1676e12, 80.74e6 / 1792e9) = 45.06 us
+    # (bandwidth-bound); saving at most 1 - 45.06/240 = 81.2%.
+    estimate = _estimate(fallback_run["document"], "prefill")
+    assert estimate["estimate"] is True and estimate["abstained"] is None
+    assert estimate["observed_paths"] == ["weight_only"] and estimate["expected_path"] == "fp4"
+    assert estimate["bits_per_value"] == {"activations": 4.5, "weights": 4.5}
+    assert estimate["flops"] == 68_719_476_736 and estimate["expected_bytes"] == 80_740_352
+    assert estimate["expected_bound"] == "bandwidth"
+    assert estimate["expected_bound_ns"] == pytest.approx(80_740_352 / 1792e9 * 1e9)
+    assert estimate["observed_bound"] == "compute"
+    assert estimate["saving_at_most"] == pytest.approx(1 - 80_740_352 / 1792e9 / 240e-6)
+    assert "roofline" in estimate["model"] and "estimate" in estimate["sentence"]
+
+
+def test_decode_fallback_estimate_saves_little(fallback_run: dict[str, Any]) -> None:
+    # Per op: 2 * 8*4096*0.5625 = 36,864 + 65,536 + 9,437,184 + 65,536 = 9,605,120; x16 =
+    # 153,681,920 bytes: 85.76 us at 1,792 GB/s against 96 us observed: at most 10.7% saved.
+    estimate = _estimate(fallback_run["document"], "decode")
+    assert estimate["covered_ns"] == 96_000 and estimate["time_ns"] == 102_000
+    assert estimate["expected_bytes"] == 153_681_920
+    assert estimate["expected_bound"] == estimate["observed_bound"] == "bandwidth"
+    assert estimate["saving_at_most"] == pytest.approx(1 - 153_681_920 / 1792e9 / 96e-6)
+    assert "covers 94%" in estimate["sentence"]
+
+
+def test_analyze_prints_the_roofline_and_the_estimate(fallback_run: dict[str, Any]) -> None:
+    store = str(fallback_run["folder"] / "cli.db")
+    result = CliRunner().invoke(cli, ["analyze", str(fallback_run["trace"]), "--store", store,
+                                      "--model", str(NVFP4_W4A4)])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "roofline (RTX 5090: dense peaks and bandwidth from rules/_gpus.toml)" in out
+    assert "286 TFLOP/s" in out and "compute (BF16 roof 419 TFLOP/s)" in out
+    assert "1.46 TB/s" in out and "bandwidth (BF16 roof 419 TFLOP/s)" in out
+    assert "what the fallback costs (estimate)" in out
+    assert ("the same GEMMs as native FP4 on the RTX 5090 are bounded below by ~45.1 µs "
+            "(bandwidth-bound) — the expected path would save at most ~81%") in out
+    assert "would save at most ~11%" in out
+    document = json.loads(CliRunner().invoke(
+        cli, ["report", "latest", "--store", store, "--json"]).stdout)
+    assert document["roofline"]["gpu"]["model"] == "rtx-5090"
+
+
+def test_records_for_the_python_api(fallback_run: dict[str, Any]) -> None:
+    with fallback_run["store"].connect() as connection:
+        records = roofline_records(connection, fallback_run["run_id"])
+    by_key = {(r["phase"], r["path"], r["source"], r["m"] if "m" in r else None): r
+              for r in records}
+    prefill = by_key[("prefill", "weight_only", "shapes", 512)]
+    assert prefill["launches"] == prefill["ops"] == 4 and prefill["n"] == prefill["k"] == 4096
+    assert prefill["op"] == "_C::gptq_marlin_gemm" and prefill["bound"] == "compute"
+    unlinked = by_key[("decode", "weight_only", "none", None)]
+    assert unlinked["flops"] is None and unlinked["launches"] == 1 and unlinked["reason"]
+    assert {r["source"] for r in records} == {"shapes", "none"}
+
+
+def test_without_a_declaration_there_is_no_estimate(tmp_path: Path) -> None:
+    trace = write_fallback_trace(tmp_path / "t.json")
+    store = open_store(str(tmp_path / "s.db"))
+    document = analyze(store, [trace], AnalysisOptions()).document
+    assert document["roofline"]["fallback"] == []
+    assert document["roofline"]["phases"]["prefill"][0]["bound"] == "compute"
+    store.dispose()
+
+
+def test_unknown_gpu_product_abstains_with_the_reason(tmp_path: Path) -> None:
+    payload = json.loads(write_fallback_trace(tmp_path / "t.json").read_text())
+    payload["deviceProperties"][0]["name"] = "NVIDIA Engineering Sample"
+    trace = tmp_path / "sample.json"
+    trace.write_text(json.dumps(payload))
+    store = open_store(str(tmp_path / "s.db"))
+    document = analyze(store, [trace], AnalysisOptions(model=NVFP4_W4A4)).document
+    roofline = document["roofline"]
+    assert roofline["gpu"] is None and "no product" in roofline["gpu_reason"]
+    assert _row(document, "prefill", "weight_only")["roof_tflops"] is None
+    estimate = _estimate(document, "prefill")
+    assert estimate["abstained"].startswith("the GPU's limits are unknown")
+    assert estimate["expected_bound_ns"] is None and "no estimate" in estimate["sentence"]
+    # --gpu names the product: the roofs come back
+    again = analyze(store, [trace], AnalysisOptions(model=NVFP4_W4A4,
+                                                    gpu="NVIDIA GeForce RTX 5090")).document
+    assert again["roofline"]["gpu"]["model"] == "rtx-5090"
+    assert _estimate(again, "prefill")["abstained"] is None
+    store.dispose()
+
+
+# -- the link query's plan ----------------------------------------------------------------
+
+def test_shape_query_scans_kernels_and_looks_ops_up_by_key(fallback_run: dict[str, Any]) -> None:
+    with fallback_run["store"].connect() as connection:
+        plan = [row[-1] for row in connection.execute(
+            text("EXPLAIN QUERY PLAN " + SHAPES_SQL), {"run_id": fallback_run["run_id"]})]
+    joined = " | ".join(plan)
+    # the kernels are the outer loop (the run's rows through its index); the classification
+    # and the op are keyed lookups per kernel, never scans
+    assert plan[0].startswith(("SCAN k", "SEARCH k USING INDEX ix_kernels_run_id")), joined
+    assert not any(step.startswith(("SCAN o", "SCAN c")) for step in plan), joined
+    assert any(step.startswith("SEARCH o USING INDEX ix_cpu_ops_run_ext") for step in plan), joined
+    assert any(step.startswith("SEARCH c USING INDEX") for step in plan), joined
+
+
+def test_roofline_section_grows_linearly(tmp_path: Path) -> None:
+    """8x the launches costs at most ~10x the time (ratio inside one run: noise cancels)."""
+
+    def build(copies: int) -> tuple[Any, int]:
+        store = open_store(str(tmp_path / f"scale{copies}.db"))
+        trace = write_fallback_trace(tmp_path / "base.json")
+        run_id = analyze(store, [trace], AnalysisOptions()).run_id
+        copies_cte = ("WITH RECURSIVE copy(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM copy "
+                      "WHERE i < :last) ")
+        with store.begin() as connection:
+            # the kernels and their ops again, `copies` times, with fresh External ids
+            params = {"last": copies - 1, "r": run_id}
+            connection.execute(text(
+                copies_cte + "INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, "
+                "global_tid, global_pid, input_types, input_dims) SELECT o.run_id, o.name, "
+                "o.start_ns, o.end_ns, o.external_id + copy.i * 1000000, o.global_tid, "
+                "o.global_pid, o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
+                "WHERE o.run_id = :r"), params)
+            connection.execute(text(
+                copies_cte + "INSERT INTO kernels (run_id, name_id, device, stream, start_ns, "
+                "end_ns, external_id, global_pid, global_tid, phase) SELECT k.run_id, "
+                "k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
+                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase "
+                "FROM kernels k CROSS JOIN copy WHERE k.run_id = :r"), params)
+            from tracekit.aggregate import refresh_kernel_groups
+
+            refresh_kernel_groups(connection, run_id)
+        return store, run_id
+
+    def timed(store: Any, run_id: int) -> float:
+        best = float("inf")
+        for _ in range(3):
+            with store.connect() as connection:
+                start = time.perf_counter()
+                roofline_section(connection, run_id)
+                best = min(best, time.perf_counter() - start)
+        return best
+
+    small, large = build(200), build(1600)
+    timed(*small)  # warm caches and imports
+    ratio = timed(*large) / timed(*small)
+    with large[0].connect() as connection:
+        section = roofline_section(connection, large[1])
+    assert sum(r["launches"] for r in section["families"]) == 1600 * 25
+    assert ratio <= 10, ratio
+
+
+# -- real traces ---------------------------------------------------------------------------
+
+def _analyzed(path: Path, tmp_path: Path, **options: Any) -> dict[str, Any]:
+    store = open_store(str(tmp_path / "real.db"))
+    try:
+        return analyze(store, [path], AnalysisOptions(**options)).document
+    finally:
+        store.dispose()
+
+
+def _kernel_ns(path: Path, names: set[str]) -> int:
+    """Total kernel duration of ``names`` straight from the file (the oracle)."""
+    import gzip
+    from decimal import Decimal
+
+    with gzip.open(path, "rt") as stream:
+        events = json.load(stream, parse_float=Decimal)["traceEvents"]
+    return sum(int(Decimal(e["dur"]) * 1000) for e in events
+               if e.get("cat") == "kernel" and e.get("name") in names)
+
+
+def test_b200_vllm_addmm_work_by_hand(shared_trace: Any, tmp_path: Path) -> None:
+    path = shared_trace("tracelens/b200__eager_trace.json.gz")
+    document = _analyzed(path, tmp_path)
+    roofline = document["roofline"]
+    assert roofline["gpu"]["model"] == "b200"
+    families = {f["signature"]: f for f in roofline["families"] if f["source"] == "shapes"}
+    # addmm(bias [640], [888, 2880], [2880, 640]) in BF16, 36 launches:
+    # FLOPs 2*888*640*2880 = 3,273,523,200; bytes 1,280 + 5,114,880 + 3,686,400 + 1,136,640
+    qkv = families["aten::addmm M=888 N=640 K=2880"]
+    assert qkv["launches"] == qkv["ops"] == 36
+    assert qkv["flops"] == 36 * 3_273_523_200 and qkv["bytes"] == 36 * 9_939_200
+    # addmm(bias [128], [888, 2880], [2880, 128]): 2*888*128*2880 = 654,704,640;
+    # bytes 256 + 5,114,880 + 737,280 + 227,328 = 6,079,744
+    router = families["aten::addmm M=888 N=128 K=2880"]
+    assert router["flops"] == 36 * 654_704_640 and router["bytes"] == 36 * 6_079_744
+    # mm([1, 2880], [2880, 25136]): 2*25136*2880 = 144,783,360 FLOPs; the weight alone is
+    # 144,783,360 bytes, + 5,760 + out 50,272: one FLOP per byte, deep in the bandwidth slope
+    head = families["aten::mm M=1 N=25136 K=2880"]
+    assert head["flops"] == 144_783_360 and head["bytes"] == 144_839_392
+    assert head["bound"] == "bandwidth"
+    # the phase sums every family; GPU time from the file itself
+    row = _row(document, "prefill", "bf16")
+    assert row["coverage"] == 1.0
+    assert row["flops"] == 36 * (3_273_523_200 + 654_704_640 + 2_618_818_560) + 144_783_360
+    assert row["bytes"] == 36 * (9_939_200 + 6_079_744 + 8_979_072) + 144_839_392
+    names = {f["name"] for f in roofline["families"] if f["path"] == "bf16"}
+    assert row["time_ns"] == _kernel_ns(path, names)
+    # the MoE GEMMs: vLLM's moe_forward does not tell the experts' shapes
+    moe = _row(document, "prefill", "fp8")
+    assert moe["coverage"] == 0.0 and moe["tflops"] is None
+    assert "vllm::moe_forward" in moe["unknown"][0]["reason"]
+
+
+def test_h100_qwen_mm_work_by_hand(shared_trace: Any, tmp_path: Path) -> None:
+    path = shared_trace("tracelens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.redacted.json.gz")
+    roofline = _analyzed(path, tmp_path)["roofline"]
+    assert roofline["gpu"]["model"] == "h100-sxm"  # "NVIDIA H100 80GB HBM3"
+    families = {f["signature"]: f for f in roofline["families"] if f["source"] == "shapes"}
+    # mm([8944, 1024], [1024, 2816]) BF16: 2*8944*2816*1024 = 51,581,550,592 FLOPs;
+    # bytes 18,317,312 + 5,767,168 + out 50,372,608 = 74,457,088; 48 launches
+    up = families["aten::mm M=8944 N=2816 K=1024"]
+    assert up["flops"] == 48 * 51_581_550_592 and up["bytes"] == 48 * 74_457_088
+    assert up["bound"] == "compute" and up["roof_tflops"] == 989.5
+    assert up["tflops"] == pytest.approx(up["flops"] / up["time_ns"] * 1e9 / 1e12)
+    # the one FP32 bmm of the trace: [1,32,1] x [1,1,559]
+    bmm = families["aten::bmm M=32 N=559 K=1"]
+    assert (bmm["flops"], bmm["bytes"]) == (35_776, 73_916)
+    unlinked = [f for f in roofline["families"] if f["source"] == "none"]
+    assert unlinked and all("not linked" in f["reason"] for f in unlinked)
+
+
+def test_hta_trace_without_shapes_and_an_internal_board_name(shared_trace: Any,
+                                                              tmp_path: Path) -> None:
+    path = shared_trace("hta/nccl_parser_config__nccl_data.json.gz")
+    roofline = _analyzed(path, tmp_path)["roofline"]
+    assert roofline["gpu"] is None and "A100-PG509-200" in roofline["gpu_reason"]
+    reasons = " ".join(u["reason"] for rows in roofline["phases"].values() for r in rows
+                       for u in r["unknown"])
+    assert "record_shapes=True" in reasons and "aten::convolution_backward" in reasons
+    assert all(f["flops"] is None for f in roofline["families"])
+
+
+NCU = "llm-perf-opt/kernel_{:04d}_ncu.{}.csv"
+#: RTX 5090 boost clock, 2.41 GHz (https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5090/)
+RTX_5090_BOOST_GHZ = 2.41
+
+
+def test_ncu_counters_give_flops_bytes_and_the_roof(shared_trace: Any, tmp_path: Path) -> None:
+    paths = [shared_trace(NCU.format(n, "details")) for n in (1, 3, 5, 9, 13, 16)]
+    store = open_store(str(tmp_path / "ncu.db"))
+    document = analyze(store, paths, AnalysisOptions(gpu="RTX 5090")).document
+    store.dispose()
+    roofline = document["roofline"]
+    assert roofline["gpu"]["model"] == "rtx-5090"
+    families = {f["name"]: f for f in roofline["families"]}
+    big = next(f for name, f in families.items() if "128x256_32x3" in name)
+    # kernel_0016: sm__ops_path_tensor_src_bf16_dst_fp32.sum 45,902,462,976 (one op = one FLOP);
+    # dram__bytes_read.sum 63.77 Mbyte + dram__bytes_write.sum 197.38 Kbyte = 63,967,380 B;
+    # gpu__time_duration.sum 404.70 us
+    assert big["source"] == "counters" and big["launches"] == 1
+    assert big["flops"] == 45_902_462_976 and big["bytes"] == pytest.approx(63_967_380)
+    assert big["time_ns"] == 404_700
+    assert big["tflops"] == pytest.approx(45_902_462_976 / 404.7e-6 / 1e12)  # 113.4
+    assert big["bound"] == "compute"
+    # Cross-check with ncu itself: it reports Compute (SM) Throughput 32.46% at the 2.00 GHz
+    # SM clock it profiled at; our share of the 419 TFLOP/s BF16 roof (at the 2.41 GHz boost
+    # clock) scaled to that clock must agree — the counters are FLOPs and the roof is right.
+    assert big["roof_share"] * RTX_5090_BOOST_GHZ / 2.00 == pytest.approx(0.3246, rel=0.02)
+    small = next(f for name, f in families.items() if "256x128_32x3" in name)
+    assert small["roof_share"] * RTX_5090_BOOST_GHZ / 2.00 == pytest.approx(0.3210, rel=0.02)
+    # the cuBLAS GEMV ran no tensor-pipe operations and no SIMT counters were collected
+    gemv = next(f for f in families.values() if f["name"].startswith("enable_if<!T7"))
+    assert gemv["flops"] is None and "no tensor-pipe operations" in gemv["reason"]
+    # attention kernels are not GEMMs: not roofline points
+    assert not any("fmha" in name or "flash" in name for name in families)
+
+
+def test_ncu_metrics_page_alone(shared_trace: Any, tmp_path: Path) -> None:
+    path = shared_trace(NCU.format(5, "metrics"))
+    roofline = _analyzed(path, tmp_path)["roofline"]
+    family = roofline["families"][0]
+    # kernel_0005: 12,532,580,352 tensor ops; 17.50 Mbyte read, 0 byte written; 111.81 us
+    assert family["flops"] == 12_532_580_352 and family["bytes"] == pytest.approx(17_500_000)
+    assert family["time_ns"] == 111_810
+    # ncu CSVs name no product: no roof without --gpu, and the reason says so
+    assert roofline["gpu"] is None and "--gpu" in roofline["gpu_reason"]
+    assert family["bound"] is None and family["tflops"] == pytest.approx(112.09, rel=1e-3)
