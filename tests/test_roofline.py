@@ -589,3 +589,114 @@ def test_ncu_metrics_page_alone(shared_trace: Any, tmp_path: Path) -> None:
     # ncu CSVs name no product: no roof without --gpu, and the reason says so
     assert roofline["gpu"] is None and "--gpu" in roofline["gpu_reason"]
     assert family["bound"] is None and family["tflops"] == pytest.approx(112.09, rel=1e-3)
+
+
+# -- the HTML report and the diff ------------------------------------------------------------
+
+from report_scenario import CHROMIUM, WINDOW, chromium  # noqa: E402
+from test_report_html import _count_color, _Dom, _png_rows  # noqa: E402
+
+from tracekit.report.diff import diff_documents, render_diff  # noqa: E402
+from tracekit.report.html import roofline_chart_data, write_diff_html, write_html  # noqa: E402
+from tracekit.report.palette import PATH_COLORS  # noqa: E402
+
+
+def test_chart_data_has_one_point_per_family_with_known_work(
+        fallback_run: dict[str, Any]) -> None:
+    chart = roofline_chart_data(fallback_run["document"]["roofline"])
+    assert [roof["path"] for roof in chart["roofs"]][:3] == ["fp4", "fp8", "int8"]
+    assert chart["gpu"] == "RTX 5090"
+    prefill, decode = chart["phases"]["prefill"], chart["phases"]["decode"]
+    assert len(prefill) == 1 and prefill[0]["path"] == "weight_only"
+    assert prefill[0]["intensity"] == pytest.approx(17_179_869_184 / 17_039_872)
+    assert sorted(p["path"] for p in decode) == ["bf16", "weight_only"]  # the unlinked launch
+    assert all(p["tflops"] > 0 for p in decode)  # has no point
+
+
+def _rendered(page: Path, tmp_path: Path, ids: list[str]) -> tuple[_Dom, Any, int, list[Any]]:
+    dumped = chromium(page, tmp_path / "profile-dom", "--enable-logging=stderr", "--v=0",
+                      "--dump-dom")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    console = [line for line in dumped.stderr.splitlines() if "CONSOLE" in line]
+    assert console == [], "console messages:\n" + "\n".join(console)
+    dom = _Dom()
+    dom.feed(dumped.stdout)
+    assert dom.attrs_by_id["tk-render-status"].get("data-state") == "rendered"
+    for plot in ids:
+        assert plot in dom.rects, f"{plot} was not drawn"
+        _, y, width, height = dom.rects[plot]
+        assert width > 300 and height > 300 and y + height <= WINDOW[1], dom.rects
+    shot = tmp_path / "page.png"
+    done = chromium(page, tmp_path / "profile-shot", f"--screenshot={shot}")
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    bottom = max(dom.rects[i][1] + dom.rects[i][3] for i in ids)
+    _, channels, rows = _png_rows(shot, bottom)
+    return dom, channels, bottom, rows
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_report_draws_a_roofline_per_phase(fallback_run: dict[str, Any], tmp_path: Path) -> None:
+    page = write_html(fallback_run["document"], fallback_run["store"], fallback_run["run_id"],
+                      tmp_path / "report.html")
+    html = page.read_text()
+    assert "What the fallback costs (estimate)" in html and "Roofline per phase" in html
+    ids = ["tk-roofline-prefill", "tk-roofline-decode"]
+    dom, channels, _, rows = _rendered(page, tmp_path, ids)
+    text_content = " ".join("".join(dom.text).split())
+    assert "bounded below by ~45.1 µs" in text_content
+    prefill, decode = dom.rects["tk-roofline-prefill"], dom.rects["tk-roofline-decode"]
+    # the prefill point: one weight_only marker; decode: weight_only and the BF16 lm_head
+    assert _count_color(rows, channels, prefill, PATH_COLORS["weight_only"]) > 150
+    assert _count_color(rows, channels, decode, PATH_COLORS["weight_only"]) > 150
+    assert _count_color(rows, channels, decode, PATH_COLORS["bf16"]) > 150
+    # the FP4 roof (a dotted line) is drawn in both
+    assert _count_color(rows, channels, prefill, PATH_COLORS["fp4"]) > 40
+
+
+@pytest.fixture(scope="module")
+def diff_pair(fallback_run: dict[str, Any]) -> dict[str, Any]:
+    """The fallback run against a copy whose Marlin GEMMs take 80% of the time."""
+    payload = json.loads(Path(fallback_run["trace"]).read_text())
+    for event in payload["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"].startswith("void marlin"):
+            event["dur"] = event["dur"] * 0.8
+    faster = fallback_run["folder"] / "faster.json"
+    faster.write_text(json.dumps(payload))
+    run_b = analyze(fallback_run["store"], [faster], AnalysisOptions(model=NVFP4_W4A4))
+    diff = diff_documents(fallback_run["document"], run_b.document)
+    return {"diff": diff, "folder": fallback_run["folder"]}
+
+
+def test_diff_carries_both_runs_roofline(diff_pair: dict[str, Any], tmp_path: Path) -> None:
+    diff = diff_pair["diff"]
+    a, b = diff["roofline"]["a"], diff["roofline"]["b"]
+    row_a = next(r for r in a["phases"]["prefill"] if r["path"] == "weight_only")
+    row_b = next(r for r in b["phases"]["prefill"] if r["path"] == "weight_only")
+    assert row_a["flops"] == row_b["flops"]  # the same work ...
+    assert row_b["tflops"] == pytest.approx(row_a["tflops"] / 0.8)  # ... in 80% of the time
+    out = tmp_path / "diff.txt"
+    with out.open("w") as stream:
+        render_diff(diff, stream)
+    printed = " ".join(out.read_text().split())
+    assert "roofline, A vs B (A RTX 5090; B RTX 5090)" in printed
+    assert "286 TFLOP/s │ compute 68%" in printed and "358 TFLOP/s │ compute 85%" in printed
+    assert "B (estimate): prefill: 192 µs" in printed
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_diff_page_draws_both_runs_points(diff_pair: dict[str, Any], tmp_path: Path) -> None:
+    page = write_diff_html(diff_pair["diff"], tmp_path / "diff.html")
+    payload = page.read_text()
+    data = json.loads(payload.split('<script type="application/json" id="tk-data">')[1]
+                      .split("</script>")[0])
+    for side in ("a", "b"):  # both runs' points travel to the page
+        assert [p["path"] for p in data["roofline"][side]["phases"]["prefill"]] == [
+            "weight_only"]
+    ids = ["tk-diff-roofline-prefill", "tk-diff-roofline-decode"]
+    dom, channels, _, rows = _rendered(page, tmp_path, ids)
+    # A's circle and B's diamond, both weight_only, near each other: twice one marker's pixels
+    single = 150  # pixels of one marker at the least (test_report_draws_a_roofline_per_phase)
+    assert _count_color(rows, channels, dom.rects[ids[0]], PATH_COLORS["weight_only"]) > 2 * single
+    assert _count_color(rows, channels, dom.rects[ids[1]], PATH_COLORS["bf16"]) > 2 * single

@@ -16,7 +16,13 @@ from rich.text import Text
 
 from tracekit.report.document import PHASES
 from tracekit.report.palette import path_rank
-from tracekit.report.terminal import PATH_STYLE, SEVERITY_STYLE, PipeSafeConsole, format_ns
+from tracekit.report.terminal import (
+    PATH_STYLE,
+    SEVERITY_STYLE,
+    PipeSafeConsole,
+    format_ns,
+    format_rate,
+)
 
 DIFF_VERSION = 1
 #: kernels listed per side in "only in A / only in B"
@@ -172,6 +178,7 @@ def diff_documents(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "phases": _phase_diff(a, b),
         "kernels": _kernel_diff(a, b),
         "findings": _finding_diff(a, b),
+        "roofline": {"a": a.get("roofline"), "b": b.get("roofline")},
     }
     result["warnings"] = comparability_warnings(result["a"], result["b"])
     result["headline"] = headline(result)
@@ -240,6 +247,7 @@ def render_diff(diff: dict[str, Any], stream: TextIO | None = None) -> None:
                           Text(entry["path"], style=PATH_STYLE.get(entry["path"], "")),
                           Text(name))
         console.print(table)
+    _roofline_diff(console, diff)
     findings = diff["findings"]
     if findings["only_a"] or findings["only_b"] or findings["changed"]:
         console.print(Text("findings that differ", style="bold"))
@@ -256,3 +264,42 @@ def render_diff(diff: dict[str, Any], stream: TextIO | None = None) -> None:
                 (change["b"]["message"], "")))
     else:
         console.print(f"findings: the same on both sides ({findings['same']})")
+
+
+def _roofline_cell(row: dict[str, Any] | None) -> tuple[str, str]:
+    if row is None:
+        return "–", "–"
+    if not row["covered_ns"]:
+        return "–", "work unknown"
+    rate = format_rate(row["flops"] / row["covered_ns"] * 1e9, "FLOP")
+    bound = row["bound"] or "no roof"
+    if row["roof_share"] is not None:
+        bound += f" {100 * row['roof_share']:.0f}%"
+    return rate, bound
+
+
+def _roofline_diff(console: PipeSafeConsole, diff: dict[str, Any]) -> None:
+    """Both runs' roofline points per phase and path: achieved throughput, bound, share."""
+    sides = diff.get("roofline") or {}
+    a, b = sides.get("a"), sides.get("b")
+    if not (a and a["phases"]) and not (b and b["phases"]):
+        return
+    names = [f"{side} {(doc.get('gpu') or {}).get('name', 'GPU unknown')}" if doc else side
+             for side, doc in (("A", a), ("B", b))]
+    table = Table(title=f"roofline, A vs B ({names[0]}; {names[1]})", title_justify="left",
+                  show_edge=False)
+    for column, justify in (("phase", "left"), ("path", "left"), ("A achieved", "right"),
+                            ("A bound, of roof", "left"), ("B achieved", "right"),
+                            ("B bound, of roof", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for phase in PHASES:
+        rows_a = {r["path"]: r for r in (a or {}).get("phases", {}).get(phase, [])}
+        rows_b = {r["path"]: r for r in (b or {}).get("phases", {}).get(phase, [])}
+        for index, path in enumerate(sorted(set(rows_a) | set(rows_b), key=path_rank)):
+            table.add_row(phase if index == 0 else "",
+                          Text(path, style=PATH_STYLE.get(path, "")),
+                          *_roofline_cell(rows_a.get(path)), *_roofline_cell(rows_b.get(path)))
+    console.print(table)
+    for side, doc in (("A", a), ("B", b)):
+        for item in (doc or {}).get("fallback") or []:
+            console.print(Text(f"  {side} (estimate): {item['sentence']}", style="dim"))

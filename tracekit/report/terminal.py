@@ -168,12 +168,17 @@ def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
             elif known:
                 bound = "no roof for this path"
             table.add_row(
-                phase if index == 0 else "", Text(row["path"], style=PATH_STYLE.get(row["path"], "")),
+                phase if index == 0 else "",
+                Text(row["path"], style=PATH_STYLE.get(row["path"], "")),
                 format_ns(row["time_ns"]), f"{100 * row['coverage']:.0f}%",
                 format_rate(row["flops"] / row["covered_ns"] * 1e9, "FLOP") if known else "–",
                 format_rate(row["bytes"] / row["covered_ns"] * 1e9, "B") if known else "–",
                 f"{row['intensity']:.3g}" if known else "–", bound,
                 f"{100 * row['roof_share']:.0f}%" if row["roof_share"] is not None else "–")
+            if row["roof_share"] is not None and row["roof_share"] > 1.0:
+                unknown_notes.append(
+                    f"{phase} {row['path']}: above the roof — part of the operands came from "
+                    "caches rather than DRAM, or the GPU ran above the rated peak")
             if row["unknown"] and row["coverage"] < 0.995:
                 top = row["unknown"][0]
                 unknown_notes.append(f"{phase} {row['path']}: {format_ns(top['ns'])} without "

@@ -51,7 +51,8 @@ GROUP BY COALESCE(k.phase, 'unattributed'), k.name_id, o.name, o.input_types, o.
 _TENSOR_OPS = re.compile(r"^sm__ops_path_tensor_src_[a-z0-9]+(?:_dst_[a-z0-9]+)?\.sum$")
 _TENSOR_OPS_SPARSITY = re.compile(
     r"^sm__ops_path_tensor_src_[a-z0-9]+(?:_dst_[a-z0-9]+)?_sparsity_(?:on|off)\.sum$")
-_SIMT_OPS = re.compile(r"^smsp__sass_thread_inst_executed_op_[dfh](?P<kind>fma|add|mul)_pred_on\.sum$")
+_SIMT_OPS = re.compile(
+    r"^smsp__sass_thread_inst_executed_op_[dfh](?P<kind>fma|add|mul)_pred_on\.sum$")
 _DRAM_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 _DRAM_TOTAL = "dram__bytes.sum"
 #: Nsight Compute prints SI units (1 Kbyte = 1000 bytes)

@@ -89,7 +89,7 @@ def family_record(family: Family, model: GpuModel | None) -> dict[str, Any]:
     known = family.known
     flops = family.flops if known else None
     bytes_ = family.bytes if known else None
-    intensity = flops / bytes_ if known and bytes_ else None
+    intensity = flops / bytes_ if flops is not None and bytes_ else None
     seconds = family.time_ns / 1e9
     record: dict[str, Any] = {
         "phase": family.phase, "name": family.name, "path": family.path,
