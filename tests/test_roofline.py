@@ -408,7 +408,8 @@ def test_shape_query_scans_kernels_and_looks_ops_up_by_key(fallback_run: dict[st
     joined = " | ".join(plan)
     # the kernels are the outer loop (the run's rows through its index); the classification
     # and the op are keyed lookups per kernel, never scans
-    assert plan[0].startswith(("SCAN k", "SEARCH k USING INDEX ix_kernels_run_id")), joined
+    tables = [step for step in plan if re.match(r"(SCAN|SEARCH) [kco]\b", step)]
+    assert tables[0].startswith(("SCAN k", "SEARCH k USING INDEX ix_kernels_run_id")), joined
     assert not any(step.startswith(("SCAN o", "SCAN c")) for step in plan), joined
     assert any(step.startswith("SEARCH o USING INDEX ix_cpu_ops_run_ext") for step in plan), joined
     assert any(step.startswith("SEARCH c USING INDEX") for step in plan), joined
@@ -700,3 +701,96 @@ def test_diff_page_draws_both_runs_points(diff_pair: dict[str, Any], tmp_path: P
     single = 150  # pixels of one marker at the least (test_report_draws_a_roofline_per_phase)
     assert _count_color(rows, channels, dom.rects[ids[0]], PATH_COLORS["weight_only"]) > 2 * single
     assert _count_color(rows, channels, dom.rects[ids[1]], PATH_COLORS["bf16"]) > 2 * single
+
+
+# -- the H200 fixtures: GEMMs of known shapes, recorded on a real GPU ---------------------------
+
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
+#: fixtures/h200/gemms.py: hidden 4,096, MLP 14,336, prefill 2,048 rows, decode 8
+PREFILL_LINEAR_FLOPS = 2 * 2048 * 14336 * 4096  # 240,518,168,576
+
+
+@pytest.fixture(scope="module")
+def h200_torch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("h200")
+    store = open_store(str(folder / "store.db"))
+    document = analyze(store, [H200 / "torch-trace.pt.trace.json.gz"], AnalysisOptions()).document
+    store.dispose()
+    return document
+
+
+def _families(document: dict[str, Any], phase: str, op: str) -> list[dict[str, Any]]:
+    return [f for f in document["roofline"]["families"]
+            if f["phase"] == phase and f["op"] == op and f["source"] == "shapes"]
+
+
+def test_h200_torch_trace_gives_the_programs_shapes(h200_torch: dict[str, Any]) -> None:
+    assert h200_torch["roofline"]["gpu"]["model"] == "h200-sxm"
+    # F.linear(x [2048, 4096], W [14336, 4096]) in BF16, 3 launches in the prefill step:
+    # bytes x 16,777,216 + W 117,440,512 + y 58,720,256 = 192,937,984 per op
+    bf16 = [f for f in _families(h200_torch, "prefill", "aten::mm") if f["path"] == "bf16"]
+    assert len(bf16) == 1 and (bf16[0]["m"], bf16[0]["n"], bf16[0]["k"]) == (2048, 14336, 4096)
+    assert bf16[0]["flops"] == 3 * PREFILL_LINEAR_FLOPS and bf16[0]["bytes"] == 3 * 192_937_984
+    assert bf16[0]["bound"] == "compute"
+    # torch._scaled_mm E4M3 row-wise: a 8,388,608 + b 58,720,256 + scales [2048,1] and
+    # [1,14336] FP32 (8,192 + 57,344) + BF16 out 58,720,256 = 125,894,656 bytes
+    fp8 = {f["bytes"] / f["op_share"] for f in _families(h200_torch, "prefill", "aten::_scaled_mm")}
+    assert fp8 == {125_894_656, 125_829_128}  # row-wise; tensor-wise has two 0-d FP32 scales
+
+
+def test_h200_an_op_with_two_gemm_kernels_is_counted_once(h200_torch: dict[str, Any]) -> None:
+    # FP32 decode: cuBLAS launches scal_kernel then sgemm_largek for each aten::mm; the op's
+    # work is shared between them by GPU time, so the phase holds three ops' work, not six.
+    fp32 = [f for f in _families(h200_torch, "decode", "aten::mm") if f["path"] == "fp32"]
+    assert {f["name"].split("<")[0] for f in fp32} == {"void sgemm_largek_lds64",
+                                                      "void scal_kernel"}
+    assert sum(f["op_share"] for f in fp32) == pytest.approx(3.0)
+    assert sum(f["flops"] for f in fp32) == pytest.approx(3 * 2 * 8 * 14336 * 4096)
+    rates = [f["tflops"] for f in fp32]
+    assert max(rates) / min(rates) < 1.001  # each share runs at its ops' throughput
+    assert all("shared among the kernels" in " ".join(f["notes"]) for f in fp32)
+
+
+@pytest.fixture(scope="module")
+def h200_ncu(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("h200ncu")
+    store = open_store(str(folder / "store.db"))
+    document = analyze(store, [H200 / "ncu.csv"], AnalysisOptions()).document
+    store.dispose()
+    return {f["name"]: f for f in document["roofline"]["families"]} | {
+        "_gpu": document["roofline"]["gpu"]}
+
+
+@pytest.mark.parametrize("prefix, launches_flops", [
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT", PREFILL_LINEAR_FLOPS),  # BF16 linear
+    ("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_TNT", PREFILL_LINEAR_FLOPS),  # FP16
+    ("nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_coopA_algo2_TNT", PREFILL_LINEAR_FLOPS),  # FP8
+    ("sm90_xmma_gemm_f64f64", 2 * 2048 * 4096 * 4096),  # FP64 linear, W [4096, 4096]
+    ("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT", 2 * 8 * 14336 * 4096),  # BF16 decode
+])
+def test_h200_ncu_tensor_ops_are_two_mnk(h200_ncu: dict[str, Any], prefix: str,
+                                         launches_flops: int) -> None:
+    # ncu's sm__ops_path_tensor_src_* counts one operation per multiply and per add: for a GEMM
+    # of known shape it equals 2·M·N·K, so the counters give FLOPs directly.
+    assert h200_ncu["_gpu"]["model"] == "h200-sxm"  # device__attribute_display_name
+    family = next(f for name, f in h200_ncu.items() if name.startswith(prefix))
+    assert family["source"] == "counters" and family["launches"] == 2
+    assert family["flops"] == 2 * launches_flops
+
+
+def test_h200_ncu_counts_the_work_the_tensor_pipe_executed(h200_ncu: dict[str, Any]) -> None:
+    # FP8 row-wise _scaled_mm: 2 prefill launches (M 2,048) and 2 decode launches (M 8) of
+    # one kernel; the decode ones run 128-row tiles, and the counters count the padded rows:
+    # 2·(2·2048·N·K) + 2·(2·128·N·K), not 2·(2·8·N·K). Shapes give the useful work; counters
+    # the work the hardware did.
+    family = next(f for name, f in h200_ncu.items()
+                  if name.startswith("nvjet_sm90_qqtst_128x128_128x6_1x1_h_bz_coopA_algo2_ovscale"))
+    assert family["launches"] == 4
+    assert family["flops"] == 2 * PREFILL_LINEAR_FLOPS + 2 * (2 * 128 * 14336 * 4096)
+    # SIMT FP32: FFMA instructions count two operations; the epilogue adds a few more
+    simt = next(f for name, f in h200_ncu.items() if name.startswith("sm80_xmma_gemm_f32f32"))
+    assert simt["flops"] == pytest.approx(2 * PREFILL_LINEAR_FLOPS, rel=1e-3)
+    # DRAM traffic is measured: the BF16 prefill GEMM moved 1.9x its compulsory 192,937,984
+    bf16 = next(f for name, f in h200_ncu.items()
+                if name.startswith("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"))
+    assert 1.5 * 2 * 192_937_984 < bf16["bytes"] < 2.5 * 2 * 192_937_984

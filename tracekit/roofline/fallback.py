@@ -187,7 +187,7 @@ def _expected_bytes(family: Family, a_bits: float, w_bits: float) -> float:
     per_op = (a_values * a_bits / 8 * 2  # the GEMM reads them; quantizing writes them
               + work.a_bytes  # quantizing reads the observed activations
               + w_values * w_bits / 8 + work.out_bytes)
-    return per_op * family.ops
+    return per_op * family.op_share
 
 
 def _observed_bounds(result: FallbackEstimate, covered: Iterable[Family], model: GpuModel

@@ -33,17 +33,34 @@ _GEMM_LIST = ", ".join(f"'{op}'" for op in GEMM_OPS)
 #: order): each GEMM launch looks up its classification by (run_id, name_id) and its op by
 #: (run_id, external_id) through ``ix_cpu_ops_run_ext``. Ranks of a multi-process run may
 #: repeat External ids, so the launching process must agree too.
+#:
+#: One op can launch several GEMM-classified kernels (cuBLAS runs ``scal_kernel`` before a
+#: split-K ``sgemm_largek``): its work is shared among its launches by GPU time (``op_share``
+#: sums to one per op), so no op is counted twice and each share runs at the op's throughput.
 SHAPES_SQL = f"""
-SELECT COALESCE(k.phase, 'unattributed') AS phase, k.name_id, o.name AS op_name,
-       o.input_types, o.input_dims, COUNT(*) AS launches, COUNT(DISTINCT o.id) AS ops,
-       SUM(k.end_ns - k.start_ns) AS time_ns
-FROM kernels AS k
-CROSS JOIN classifications AS c
-CROSS JOIN cpu_ops AS o
-WHERE k.run_id = :run_id AND k.external_id IS NOT NULL
-  AND c.run_id = k.run_id AND c.name_id = k.name_id AND c.op IN ({_GEMM_LIST})
-  AND o.run_id = k.run_id AND o.external_id = k.external_id AND o.global_pid = k.global_pid
-GROUP BY COALESCE(k.phase, 'unattributed'), k.name_id, o.name, o.input_types, o.input_dims
+WITH launches AS (
+    SELECT o.id AS op_id, COALESCE(k.phase, 'unattributed') AS phase, k.name_id,
+           o.name AS op_name, o.input_types, o.input_dims, k.end_ns - k.start_ns AS ns
+    FROM kernels AS k
+    CROSS JOIN classifications AS c
+    CROSS JOIN cpu_ops AS o
+    WHERE k.run_id = :run_id AND k.external_id IS NOT NULL
+      AND c.run_id = k.run_id AND c.name_id = k.name_id AND c.op IN ({_GEMM_LIST})
+      AND o.run_id = k.run_id AND o.external_id = k.external_id
+      AND o.global_pid = k.global_pid
+), per_op AS (
+    SELECT op_id, phase, name_id, op_name, input_types, input_dims, COUNT(*) AS launches,
+           SUM(ns) AS ns, SUM(SUM(ns)) OVER (PARTITION BY op_id) AS op_ns,
+           COUNT(*) OVER (PARTITION BY op_id) AS op_groups
+    FROM launches
+    GROUP BY op_id, phase, name_id, op_name, input_types, input_dims
+)
+SELECT phase, name_id, op_name, input_types, input_dims, SUM(launches) AS launches,
+       COUNT(*) AS ops, SUM(ns) AS time_ns,
+       SUM(CASE WHEN op_ns > 0 THEN CAST(ns AS DOUBLE PRECISION) / op_ns
+                ELSE 1.0 / op_groups END) AS op_share
+FROM per_op
+GROUP BY phase, name_id, op_name, input_types, input_dims
 """
 
 #: ncu counter names: tensor-pipe operations (each counts one FLOP: a multiply-add is two),
@@ -74,7 +91,8 @@ class Family:
     time_ns: int
     op_name: str | None = None
     signature: str | None = None
-    ops: int = 0
+    ops: int = 0  # distinct framework ops behind the launches
+    op_share: float = 0.0  # how many ops' work the family carries (ops, or less when shared)
     work: Work | None = None  # per op (shapes)
     flops: float | None = None  # the family's total
     bytes: float | None = None
@@ -182,6 +200,7 @@ def _shape_families(connection: Connection, run_id: int,
         work = works[key]
         name, path, activations = names[name_id]
         ops = int(row["ops"])
+        share = float(row["op_share"])  # = ops unless an op launched several GEMM kernels
         family = Family(phase=row["phase"], name_id=name_id, name=name, path=path,
                         activations=activations, source="shapes",
                         launches=int(row["launches"]), time_ns=int(row["time_ns"] or 0),
@@ -189,14 +208,18 @@ def _shape_families(connection: Connection, run_id: int,
                         signature=_signature(row["op_name"], row["input_dims"], work))
         if isinstance(work, Work):
             family.work = work
-            family.flops = float(work.flops) * ops
-            family.bytes = float(work.bytes) * ops
-            family.a_bytes = float(work.a_bytes) * ops
-            family.out_bytes = float(work.out_bytes) * ops
+            family.op_share = share
+            family.flops = float(work.flops) * share
+            family.bytes = float(work.bytes) * share
+            family.a_bytes = float(work.a_bytes) * share
+            family.out_bytes = float(work.out_bytes) * share
             if work.weight_bytes is not None:
-                family.weight_bytes = float(work.weight_bytes) * ops
+                family.weight_bytes = float(work.weight_bytes) * share
             if work.note:
                 family.notes.append(work.note)
+            if abs(share - ops) > 1e-9:
+                family.notes.append("its ops also launched other GEMM kernels: their work is "
+                                    "shared among the kernels by GPU time")
         else:
             family.reason = work.reason
         families.append(family)

@@ -95,7 +95,8 @@ def family_record(family: Family, model: GpuModel | None) -> dict[str, Any]:
         "phase": family.phase, "name": family.name, "path": family.path,
         "activations": family.activations, "source": family.source,
         "op": family.op_name, "signature": family.signature,
-        "launches": family.launches, "ops": family.ops, "time_ns": family.time_ns,
+        "launches": family.launches, "ops": family.ops, "op_share": family.op_share,
+        "time_ns": family.time_ns,
         "flops": family.flops, "bytes": family.bytes, "intensity": intensity,
         "tflops": flops / seconds / 1e12 if flops is not None and seconds else None,
         "gbps": bytes_ / seconds / 1e9 if bytes_ is not None and seconds else None,
@@ -151,7 +152,7 @@ def roofline_records(connection: Connection, run_id: int) -> list[dict[str, Any]
     """One flat record per GEMM family of the run (the Python API's ``run.roofline()``).
 
     Keys: phase, name, path, activations, source (shapes/counters/none), op, signature,
-    launches, ops, time_ns, flops, bytes, intensity (FLOP/byte), tflops, gbps, bound
+    launches, ops, op_share, time_ns, flops, bytes, intensity (FLOP/byte), tflops, gbps, bound
     (compute/bandwidth), roof_tflops, roof_share, reason (why the work is unknown), notes, and
     m, n, k, batch where shapes gave them. Unknown values are None, never guessed.
     """
