@@ -794,3 +794,25 @@ def test_h200_ncu_counts_the_work_the_tensor_pipe_executed(h200_ncu: dict[str, A
     bf16 = next(f for name, f in h200_ncu.items()
                 if name.startswith("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"))
     assert 1.5 * 2 * 192_937_984 < bf16["bytes"] < 2.5 * 2 * 192_937_984
+
+
+@pytest.mark.postgres
+def test_same_roofline_in_postgres(fallback_run: dict[str, Any]) -> None:
+    """The link query and its aggregates are portable: PostgreSQL gives the same section."""
+    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+
+    base = postgres_test_url()
+    if base is None:
+        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
+    with scratch_postgres_url(base) as url:
+        store = open_store(url)
+        try:
+            document = analyze(store, [fallback_run["trace"]],
+                               AnalysisOptions(model=NVFP4_W4A4)).document
+        finally:
+            store.dispose()
+    ours, theirs = document["roofline"], fallback_run["document"]["roofline"]
+    assert theirs["phases"] == ours["phases"]
+    assert theirs["fallback"] == ours["fallback"]
+    key = lambda f: (f["phase"], f["name"], f["signature"] or "", f["source"])  # noqa: E731
+    assert sorted(theirs["families"], key=key) == sorted(ours["families"], key=key)

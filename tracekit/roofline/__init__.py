@@ -17,3 +17,7 @@ The GPU's limits come from the one capability table (``tracekit.expect.gpu``,
 """
 
 from __future__ import annotations
+
+from tracekit.roofline.section import roofline_records, roofline_section
+
+__all__ = ["roofline_records", "roofline_section"]

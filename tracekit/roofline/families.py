@@ -5,7 +5,9 @@ A family is one kernel name in one phase together with one source of work:
 - ``shapes``: the torch-profiler CPU op behind the launches (linked by External id) and its
   recorded operand shapes and types — one family per distinct op signature;
 - ``counters``: Nsight Compute counters of the profiled launches (tensor-pipe operations,
-  DRAM bytes), summed per name;
+  DRAM bytes), summed per name. They measure what the hardware did: tensor operations include
+  the rows a tile pads (an 8-row decode GEMM run in 128-row tiles counts 16× its useful
+  2·M·N·K), and DRAM bytes include re-reads (or miss what caches served);
 - ``none``: launches nothing tells the work of (no linked op, no counters), kept so that every
   GEMM nanosecond is accounted for and the reason is said.
 
