@@ -1,0 +1,95 @@
+"""Time the roofline section (``tracekit.roofline.roofline_section``) as a run grows.
+
+The run is the synthetic Kineto fallback trace of ``tests/roofline_scenario.py`` (25 kernel
+launches, 21 of them linked to a CPU op with shapes) analyzed once, then replicated inside
+the store N times with fresh External ids (one ``INSERT … SELECT`` per table), so a run of
+10^6 kernels is built in seconds without writing a GB of JSON. The section is then built
+three times per size in this process; the best time is printed with the kernel count.
+
+    python tests/benchmarks/bench_roofline.py --kernels 10000 100000 1000000 --out /tmp/bench
+
+What it measures is the link query (each GEMM launch → its CPU op through the
+(run_id, external_id) index, grouped per op and then per signature), the counters query and
+the per-signature Python work; the ingest and the other stages are not in the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from roofline_scenario import write_fallback_trace  # noqa: E402
+
+from tracekit.aggregate import refresh_kernel_groups  # noqa: E402
+from tracekit.analysis import AnalysisOptions, analyze  # noqa: E402
+from tracekit.roofline import roofline_section  # noqa: E402
+from tracekit.store import open_store  # noqa: E402
+
+BASE_KERNELS = 25
+_COPIES = ("WITH RECURSIVE copy(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM copy "
+           "WHERE i < :last) ")
+
+
+def build(folder: Path, kernels: int) -> tuple[object, int]:
+    """A store with one run of about ``kernels`` launches (copies of the scenario)."""
+    copies = max(1, kernels // BASE_KERNELS)
+    path = folder / f"roofline-{copies}.db"
+    path.unlink(missing_ok=True)
+    store = open_store(str(path))
+    trace = write_fallback_trace(folder / "fallback.json")
+    run_id = analyze(store, [trace], AnalysisOptions()).run_id
+    params = {"last": copies - 1, "r": run_id}
+    with store.begin() as connection:
+        if copies > 1:
+            connection.execute(text(
+                _COPIES + "INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, "
+                "global_tid, global_pid, input_types, input_dims) SELECT o.run_id, o.name, "
+                "o.start_ns, o.end_ns, o.external_id + copy.i * 1000000, o.global_tid, "
+                "o.global_pid, o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
+                "WHERE o.run_id = :r"), params)
+            connection.execute(text(
+                _COPIES + "INSERT INTO kernels (run_id, name_id, device, stream, start_ns, "
+                "end_ns, external_id, global_pid, global_tid, phase) SELECT k.run_id, "
+                "k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
+                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase "
+                "FROM kernels k CROSS JOIN copy WHERE k.run_id = :r"), params)
+        refresh_kernel_groups(connection, run_id)
+    return store, run_id
+
+
+def best_of(store: object, run_id: int, repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        with store.connect() as connection:  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            roofline_section(connection, run_id)
+            best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--out", type=Path, default=Path("/tmp/tracekit-bench-roofline"))
+    options = parser.parse_args()
+    options.out.mkdir(parents=True, exist_ok=True)
+    print("| kernels | roofline section |\n|---:|---:|")
+    for kernels in options.kernels:
+        store, run_id = build(options.out, kernels)
+        with store.connect() as connection:  # type: ignore[attr-defined]
+            total = connection.execute(text("SELECT COUNT(*) FROM kernels WHERE run_id = :r"),
+                                       {"r": run_id}).scalar()
+        print(f"| {total:,} | {best_of(store, run_id):.2f} s |", flush=True)
+        store.dispose()  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
