@@ -612,6 +612,12 @@ def test_chart_data_has_one_point_per_family_with_known_work(
     assert prefill[0]["intensity"] == pytest.approx(17_179_869_184 / 17_039_872)
     assert sorted(p["path"] for p in decode) == ["bf16", "weight_only"]  # the unlinked launch
     assert all(p["tflops"] > 0 for p in decode)  # has no point
+    # the expected path's bound as a point of its own: 68.72e9 FLOPs over 80,740,352 bytes,
+    # at 68.72e9 FLOPs / 45.06 us
+    (star,) = chart["estimates"]["prefill"]
+    assert star["path"] == "fp4"
+    assert star["intensity"] == pytest.approx(68_719_476_736 / 80_740_352)
+    assert star["tflops"] == pytest.approx(68_719_476_736 / (80_740_352 / 1792e9) / 1e12)
 
 
 def _rendered(page: Path, tmp_path: Path, ids: list[str]) -> tuple[_Dom, Any, int, list[Any]]:
@@ -816,3 +822,19 @@ def test_same_roofline_in_postgres(fallback_run: dict[str, Any]) -> None:
     assert theirs["fallback"] == ours["fallback"]
     key = lambda f: (f["phase"], f["name"], f["signature"] or "", f["source"])  # noqa: E731
     assert sorted(theirs["families"], key=key) == sorted(ours["families"], key=key)
+
+
+def test_a_broken_op_form_names_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.errors import RuleFileError
+    from tracekit.roofline import work as work_module
+
+    table = {"types": {}, "op": [{"name": "aten::mm", "form": [{
+        "args": [2], "operands": {"a": 0, "b": 1}, "m": "a[0]", "n": "c[1]", "k": "a[1]",
+        "output": "a"}]}]}
+    monkeypatch.setattr(work_module, "_table", lambda: table)
+    work_module.op_specs.cache_clear()
+    try:
+        with pytest.raises(RuleFileError, match=r"rules/_roofline.toml: .*'c\[1\]'"):
+            work_module.op_specs()
+    finally:
+        work_module.op_specs.cache_clear()
