@@ -416,7 +416,12 @@ def test_shape_query_scans_kernels_and_looks_ops_up_by_key(fallback_run: dict[st
 
 
 def test_roofline_section_grows_linearly(tmp_path: Path) -> None:
-    """8x the launches costs at most ~10x the time (ratio inside one run: noise cancels)."""
+    """8x the launches costs at most ~12x the time (ratio inside one run: noise cancels).
+
+    Linear work, but each launch is an index lookup into B-trees that grow deeper and out of
+    cache, and the per-op and per-signature groupings sort: measured 8.9-10.5x on the shared
+    machine; a join with a scan per kernel (the bug of issue #13) would be ~64x.
+    """
 
     def build(copies: int) -> tuple[Any, int]:
         store = open_store(str(tmp_path / f"scale{copies}.db"))
@@ -446,20 +451,20 @@ def test_roofline_section_grows_linearly(tmp_path: Path) -> None:
 
     def timed(store: Any, run_id: int) -> float:
         best = float("inf")
-        for _ in range(3):
+        for _ in range(5):
             with store.connect() as connection:
                 start = time.perf_counter()
                 roofline_section(connection, run_id)
                 best = min(best, time.perf_counter() - start)
         return best
 
-    small, large = build(200), build(1600)
+    small, large = build(400), build(3200)  # 10,000 and 80,000 kernel launches
     timed(*small)  # warm caches and imports
     ratio = timed(*large) / timed(*small)
     with large[0].connect() as connection:
         section = roofline_section(connection, large[1])
-    assert sum(r["launches"] for r in section["families"]) == 1600 * 25
-    assert ratio <= 10, ratio
+    assert sum(r["launches"] for r in section["families"]) == 3200 * 25
+    assert ratio <= 12, ratio
 
 
 # -- real traces ---------------------------------------------------------------------------
