@@ -411,7 +411,7 @@ def test_shape_query_scans_kernels_and_looks_ops_up_by_key(fallback_run: dict[st
     tables = [step for step in plan if re.match(r"(SCAN|SEARCH) [kco]\b", step)]
     assert tables[0].startswith(("SCAN k", "SEARCH k USING INDEX ix_kernels_run_id")), joined
     assert not any(step.startswith(("SCAN o", "SCAN c")) for step in plan), joined
-    assert any(step.startswith("SEARCH o USING INDEX ix_cpu_ops_run_ext") for step in plan), joined
+    assert any(step.startswith("SEARCH o USING INTEGER PRIMARY KEY") for step in plan), joined
     assert any(step.startswith("SEARCH c USING INDEX") for step in plan), joined
 
 
@@ -433,17 +433,20 @@ def test_roofline_section_grows_linearly(tmp_path: Path) -> None:
             # the kernels and their ops again, `copies` times, with fresh External ids
             params = {"last": copies - 1, "r": run_id}
             connection.execute(text(
-                copies_cte + "INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, "
-                "global_tid, global_pid, input_types, input_dims) SELECT o.run_id, o.name, "
-                "o.start_ns, o.end_ns, o.external_id + copy.i * 1000000, o.global_tid, "
-                "o.global_pid, o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
+                copies_cte + "INSERT INTO cpu_ops (id, run_id, name, start_ns, end_ns, "
+                "external_id, global_tid, global_pid, input_types, input_dims) "
+                "SELECT o.id + copy.i * "
+                "1000000, o.run_id, o.name, o.start_ns, o.end_ns, "
+                "o.external_id + copy.i * 1000000, o.global_tid, o.global_pid, "
+                "o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
                 "WHERE o.run_id = :r"), params)
             connection.execute(text(
                 copies_cte + "INSERT INTO kernels (run_id, name_id, device, stream, start_ns, "
-                "end_ns, external_id, global_pid, global_tid, phase) SELECT k.run_id, "
-                "k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
-                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase "
-                "FROM kernels k CROSS JOIN copy WHERE k.run_id = :r"), params)
+                "end_ns, external_id, global_pid, global_tid, phase, cpu_op_id) SELECT "
+                "k.run_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
+                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase, "
+                "k.cpu_op_id + copy.i * 1000000 FROM kernels k CROSS JOIN copy "
+                "WHERE k.run_id = :r"), params)
             from tracekit.aggregate import refresh_kernel_groups
 
             refresh_kernel_groups(connection, run_id)
@@ -603,8 +606,9 @@ from report_scenario import CHROMIUM, WINDOW, chromium  # noqa: E402
 from test_report_html import _count_color, _Dom, _png_rows  # noqa: E402
 
 from tracekit.report.diff import diff_documents, render_diff  # noqa: E402
-from tracekit.report.html import roofline_chart_data, write_diff_html, write_html  # noqa: E402
+from tracekit.report.html import write_diff_html, write_html  # noqa: E402
 from tracekit.report.palette import PATH_COLORS  # noqa: E402
+from tracekit.report.roofline_figure import chart_data as roofline_chart_data  # noqa: E402
 
 
 def test_chart_data_has_one_point_per_family_with_known_work(
@@ -703,9 +707,10 @@ def test_diff_page_draws_both_runs_points(diff_pair: dict[str, Any], tmp_path: P
     payload = page.read_text()
     data = json.loads(payload.split('<script type="application/json" id="tk-data">')[1]
                       .split("</script>")[0])
-    for side in ("a", "b"):  # both runs' points travel to the page
-        assert [p["path"] for p in data["roofline"][side]["phases"]["prefill"]] == [
-            "weight_only"]
+    # both runs' points travel to the page: an A circle and a B diamond, both weight_only
+    prefill = data["figures"]["tk-diff-roofline-prefill"]["data"]
+    markers = [(t["name"], t["marker"]["symbol"]) for t in prefill if t["mode"] == "markers"]
+    assert markers == [("A weight_only", "circle"), ("B weight_only", "diamond")]
     ids = ["tk-diff-roofline-prefill", "tk-diff-roofline-decode"]
     dom, channels, _, rows = _rendered(page, tmp_path, ids)
     # A's circle and B's diamond, both weight_only, near each other: twice one marker's pixels
@@ -749,17 +754,45 @@ def test_h200_torch_trace_gives_the_programs_shapes(h200_torch: dict[str, Any]) 
     assert fp8 == {125_894_656, 125_829_128}  # row-wise; tensor-wise has two 0-d FP32 scales
 
 
-def test_h200_an_op_with_two_gemm_kernels_is_counted_once(h200_torch: dict[str, Any]) -> None:
-    # FP32 decode: cuBLAS launches scal_kernel then sgemm_largek for each aten::mm; the op's
-    # work is shared between them by GPU time, so the phase holds three ops' work, not six.
+def test_h200_fp32_decode_is_one_gemm_per_op(h200_torch: dict[str, Any]) -> None:
+    # FP32 decode: cuBLAS runs scal_kernel before each split-K sgemm_largek; only the GEMM is
+    # a GEMM, and it carries its three ops' work: 3 * 2*8*14336*4096 FLOPs.
     fp32 = [f for f in _families(h200_torch, "decode", "aten::mm") if f["path"] == "fp32"]
-    assert {f["name"].split("<")[0] for f in fp32} == {"void sgemm_largek_lds64",
-                                                      "void scal_kernel"}
-    assert sum(f["op_share"] for f in fp32) == pytest.approx(3.0)
-    assert sum(f["flops"] for f in fp32) == pytest.approx(3 * 2 * 8 * 14336 * 4096)
-    rates = [f["tflops"] for f in fp32]
-    assert max(rates) / min(rates) < 1.001  # each share runs at its ops' throughput
-    assert all("shared among the kernels" in " ".join(f["notes"]) for f in fp32)
+    assert [f["name"].split("<")[0] for f in fp32] == ["void sgemm_largek_lds64"]
+    assert fp32[0]["ops"] == fp32[0]["op_share"] == 3
+    assert fp32[0]["flops"] == 3 * 2 * 8 * 14336 * 4096
+    assert fp32[0]["bound"] == "bandwidth"
+
+
+def test_an_op_with_two_gemm_kernels_is_counted_once(tmp_path: Path) -> None:
+    from tracekit.aggregate import refresh_kernel_groups
+
+    store = open_store(str(tmp_path / "s.db"))
+    run_id = analyze(store, [write_fallback_trace(tmp_path / "t.json")],
+                     AnalysisOptions()).run_id
+    with store.begin() as connection:
+        second = connection.execute(text(
+            "SELECT id FROM kernel_names WHERE run_id = :r AND name LIKE 'nvjet%'"),
+            {"r": run_id}).scalar()
+        # each prefill Marlin launch (60 us) gets a second GEMM kernel of 20 us for its op
+        connection.execute(text(
+            "INSERT INTO kernels (run_id, name_id, device, stream, start_ns, end_ns, "
+            "external_id, global_pid, global_tid, phase, cpu_op_id) SELECT run_id, :n, device, "
+            "stream, end_ns, end_ns + (end_ns - start_ns) / 3, external_id, global_pid, "
+            "global_tid, phase, cpu_op_id FROM kernels WHERE run_id = :r AND phase = 'prefill'"),
+            {"r": run_id, "n": second})
+        refresh_kernel_groups(connection, run_id)
+        section = roofline_section(connection, run_id)
+    store.dispose()
+    prefill = {f["path"]: f for f in section["families"] if f["phase"] == "prefill"}
+    # the four ops' work is shared 60:20 between the two kernels, never counted twice
+    assert prefill["weight_only"]["ops"] == prefill["bf16"]["ops"] == 4
+    assert prefill["weight_only"]["op_share"] == pytest.approx(3.0)
+    assert prefill["bf16"]["op_share"] == pytest.approx(1.0)
+    total = prefill["weight_only"]["flops"] + prefill["bf16"]["flops"]
+    assert total == pytest.approx(4 * 2 * 512 * 4096 * 4096)
+    assert prefill["bf16"]["tflops"] == pytest.approx(prefill["weight_only"]["tflops"])
+    assert "shared among the kernels" in " ".join(prefill["bf16"]["notes"])
 
 
 @pytest.fixture(scope="module")
@@ -843,3 +876,21 @@ def test_a_broken_op_form_names_the_file(monkeypatch: pytest.MonkeyPatch) -> Non
             work_module.op_specs()
     finally:
         work_module.op_specs.cache_clear()
+
+
+def test_python_api_roofline_frame_and_figure(fallback_run: dict[str, Any]) -> None:
+    import math
+
+    import tracekit
+
+    store = tracekit.open_store(str(fallback_run["folder"] / "store.db"))
+    run = store.run(fallback_run["run_id"])
+    frame = run.roofline()
+    prefill = frame[(frame["phase"] == "prefill") & (frame["source"] == "shapes")].iloc[0]
+    assert (prefill["m"], prefill["n"], prefill["k"]) == (512, 4096, 4096)
+    assert prefill["flops"] == 68_719_476_736 and prefill["bound"] == "compute"
+    unknown = frame[frame["source"] == "none"].iloc[0]
+    assert math.isnan(unknown["flops"]) and "not linked" in unknown["reason"]
+    figure = run.roofline_figure("prefill")
+    names = [trace.name for trace in figure.data]
+    assert "FP4 roof" in names and "weight_only" in names and "FP4 bound (estimate)" in names

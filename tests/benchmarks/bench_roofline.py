@@ -49,17 +49,20 @@ def build(folder: Path, kernels: int) -> tuple[object, int]:
     with store.begin() as connection:
         if copies > 1:
             connection.execute(text(
-                _COPIES + "INSERT INTO cpu_ops (run_id, name, start_ns, end_ns, external_id, "
-                "global_tid, global_pid, input_types, input_dims) SELECT o.run_id, o.name, "
-                "o.start_ns, o.end_ns, o.external_id + copy.i * 1000000, o.global_tid, "
-                "o.global_pid, o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
+                _COPIES + "INSERT INTO cpu_ops (id, run_id, name, start_ns, end_ns, "
+                "external_id, global_tid, global_pid, input_types, input_dims) "
+                "SELECT o.id + copy.i * "
+                "1000000, o.run_id, o.name, o.start_ns, o.end_ns, "
+                "o.external_id + copy.i * 1000000, o.global_tid, o.global_pid, "
+                "o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
                 "WHERE o.run_id = :r"), params)
             connection.execute(text(
                 _COPIES + "INSERT INTO kernels (run_id, name_id, device, stream, start_ns, "
-                "end_ns, external_id, global_pid, global_tid, phase) SELECT k.run_id, "
-                "k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
-                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase "
-                "FROM kernels k CROSS JOIN copy WHERE k.run_id = :r"), params)
+                "end_ns, external_id, global_pid, global_tid, phase, cpu_op_id) SELECT "
+                "k.run_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
+                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase, "
+                "k.cpu_op_id + copy.i * 1000000 FROM kernels k CROSS JOIN copy "
+                "WHERE k.run_id = :r"), params)
         refresh_kernel_groups(connection, run_id)
     return store, run_id
 

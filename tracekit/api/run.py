@@ -143,6 +143,17 @@ class Run:
 
         return tables.findings(self.document())
 
+    def roofline(self) -> pd.DataFrame:
+        """The roofline per GEMM family (kernel name × op signature, or × ncu counters):
+        launches, GPU time, FLOPs, bytes, achieved TFLOP/s and GB/s, intensity, compute- or
+        bandwidth-bound and the share of the roof on this GPU; the work is NaN with a
+        ``reason`` where the trace does not tell it. Per phase and path, and the fallback
+        estimates: ``document()["roofline"]``."""
+        from tracekit.api import tables
+
+        with self._connection() as connection:
+            return tables.roofline(connection, self.id)
+
     # --- records ----------------------------------------------------------------------------
 
     def kernels(self, *, phase: str | Iterable[str] | None = None,
@@ -200,6 +211,20 @@ class Run:
         from tracekit.report.figures import breakdown_figure
 
         return go.Figure(breakdown_figure(self.document()["phases"]))
+
+    def roofline_figure(self, phase: str = "prefill") -> Figure:
+        """The HTML report's roofline chart of ``phase``: one point per GEMM family, sized by
+        GPU time, under one roof per datatype path this GPU has; stars for fallback estimates."""
+        import plotly.graph_objects as go
+
+        from tracekit.report.roofline_figure import report_roofline_figures
+
+        figures = report_roofline_figures(self.document())
+        spec = figures.get(f"tk-roofline-{phase}")
+        if spec is None:
+            return go.Figure(layout={"title": {"text": f"run {self.id} has no GEMM time in "
+                                                       f"{phase}"}})
+        return go.Figure(spec)
 
     def to_html(self, path: str | Path) -> Path:
         """Write the self-contained HTML report (``tracekit report RUN --html``)."""

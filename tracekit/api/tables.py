@@ -220,3 +220,23 @@ def classifications(results: Sequence[Any]) -> pd.DataFrame:
     for column, vocabulary in VOCABULARY.items():
         frame[column] = _category(frame[column].tolist(), vocabulary)
     return frame
+
+
+#: the roofline records' columns and dtypes (``tracekit.roofline.roofline_records``)
+ROOFLINE_COLUMNS: dict[str, str | None] = {
+    "phase": "category", "path": "category", "name": None, "source": "category", "op": None,
+    "signature": None, "launches": "int64", "ops": "int64", "op_share": "float64",
+    "time_ns": "int64", "m": "Int64", "n": "Int64", "k": "Int64", "batch": "Int64",
+    "flops": "float64", "bytes": "float64", "intensity": "float64", "tflops": "float64",
+    "gbps": "float64", "bound": "category", "roof_tflops": "float64", "roof_share": "float64",
+    "activations": "category", "reason": None, "notes": None}
+
+
+def roofline(connection: Connection, run_id: int) -> pd.DataFrame:
+    """One row per GEMM family (kernel name × op signature, or × ncu counters): launches,
+    GPU time, FLOPs and bytes where the trace tells them, achieved TFLOP/s and GB/s,
+    intensity, the bound and the share of the roof; NaN (never a guess) and a ``reason``
+    where the work is unknown."""
+    from tracekit.roofline import roofline_records
+
+    return records_frame(roofline_records(connection, run_id), ROOFLINE_COLUMNS)

@@ -242,6 +242,9 @@ def breakdown_figure(phases: dict[str, Any]) -> Figure:
 
 def report_figures(document: dict[str, Any], timeline: dict[str, Any]
                    ) -> dict[str, Figure | None]:
-    """The report page's charts by element id."""
+    """The report page's charts by element id (the roofline per phase included)."""
+    from tracekit.report.roofline_figure import report_roofline_figures
+
     return {"tk-timeline": timeline_figure(timeline), "tk-overview": overview_figure(timeline),
-            "tk-breakdown": breakdown_figure(document["phases"])}
+            "tk-breakdown": breakdown_figure(document["phases"]),
+            **report_roofline_figures(document)}

@@ -26,6 +26,7 @@ from tracekit.errors import InputError
 from tracekit.report.document import PHASES
 from tracekit.report.figures import Figure, report_figures
 from tracekit.report.palette import PATH_COLORS, PATH_ORDER, SEVERITY_COLORS
+from tracekit.report.roofline_figure import DIFF_ID_PREFIX, chart_phases, diff_roofline_figures
 from tracekit.report.terminal import format_ns
 from tracekit.report.timeline import TimelineOptions, timeline_data
 from tracekit.store.db import Store
@@ -161,6 +162,8 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         severity_colors=SEVERITY_COLORS,
         timeline=timeline,
         timeline_note=timeline_note(timeline),
+        roofline=document.get("roofline"),
+        roofline_phases=chart_phases(document.get("roofline")),
     )
 
 
@@ -196,12 +199,16 @@ def write_html(document: dict[str, Any], store: Store, run_id: int, path: Path,
 
 def render_diff_html(diff: dict[str, Any]) -> str:
     """The comparison page of two runs (``tracekit diff --html``)."""
-    page_data = {"diff": diff, "path_order": list(PATH_ORDER), "path_colors": PATH_COLORS}
+    rooflines = diff_roofline_figures(diff)
+    figures, strings = page_figures(dict(rooflines))
+    page_data = {"diff": diff, "path_order": list(PATH_ORDER), "path_colors": PATH_COLORS,
+                 "figures": figures, "strings": strings}
     path_rows = [("all", diff["gemm_paths"])] + [
         (phase, data["paths"]) for phase, data in diff["phases"].items()]
     return environment().get_template("diff.html.j2").render(
         tracekit_version=__version__, plotlyjs=plotly_js(), data_json=script_json(page_data),
-        diff=diff, path_rows=path_rows, severity_colors=SEVERITY_COLORS)
+        diff=diff, path_rows=path_rows, severity_colors=SEVERITY_COLORS,
+        roofline_ids=list(rooflines), diff_prefix=DIFF_ID_PREFIX)
 
 
 def write_diff_html(diff: dict[str, Any], path: Path) -> Path:

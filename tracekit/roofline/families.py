@@ -12,9 +12,10 @@ A family is one kernel name in one phase together with one source of work:
   GEMM nanosecond is accounted for and the reason is said.
 
 All row work happens in SQL: one aggregate over the run's GEMM kernels joined to their CPU op
-(kernels as the outer loop, a keyed lookup into ``cpu_ops`` per kernel: linear, whatever the
-planner would have preferred), one aggregate over ``kernel_metrics``, and the per-name times
-already summed in ``kernel_groups``. Python then sees one row per unique signature.
+(``kernels.cpu_op_id``; kernels as the outer loop, a primary-key lookup into ``cpu_ops`` per
+kernel: linear, whatever the planner would have preferred), one aggregate over
+``kernel_metrics``, and the per-name times already summed in ``kernel_groups``. Python then
+sees one row per unique signature.
 """
 
 from __future__ import annotations
@@ -31,25 +32,24 @@ from tracekit.roofline.work import Unknown, Work, op_work
 
 _GEMM_LIST = ", ".join(f"'{op}'" for op in GEMM_OPS)
 
-#: The kernel → CPU-op link with the kernels as the outer loop (SQLite keeps a CROSS JOIN's
-#: order): each GEMM launch looks up its classification by (run_id, name_id) and its op by
-#: (run_id, external_id) through ``ix_cpu_ops_run_ext``. Ranks of a multi-process run may
-#: repeat External ids, so the launching process must agree too.
+#: Each GEMM launch follows ``kernels.cpu_op_id`` (the framework op that launched it, resolved
+#: once at ingest) to its op: the run's kernels are the outer loop (SQLite keeps a CROSS
+#: JOIN's order), the classification is a key search by (run_id, name_id) and the op one by
+#: primary key — linear whatever the tables hold.
 #:
-#: One op can launch several GEMM-classified kernels (cuBLAS runs ``scal_kernel`` before a
-#: split-K ``sgemm_largek``): its work is shared among its launches by GPU time (``op_share``
-#: sums to one per op), so no op is counted twice and each share runs at the op's throughput.
+#: One op can launch several GEMM-classified kernels: its work is shared among its launches by
+#: GPU time (``op_share`` sums to one per op), so no op is counted twice and each share runs at
+#: the op's throughput.
 SHAPES_SQL = f"""
 WITH launches AS (
-    SELECT o.id AS op_id, COALESCE(k.phase, 'unattributed') AS phase, k.name_id,
+    SELECT k.cpu_op_id AS op_id, COALESCE(k.phase, 'unattributed') AS phase, k.name_id,
            o.name AS op_name, o.input_types, o.input_dims, k.end_ns - k.start_ns AS ns
     FROM kernels AS k
     CROSS JOIN classifications AS c
     CROSS JOIN cpu_ops AS o
-    WHERE k.run_id = :run_id AND k.external_id IS NOT NULL
+    WHERE k.run_id = :run_id AND k.cpu_op_id IS NOT NULL
       AND c.run_id = k.run_id AND c.name_id = k.name_id AND c.op IN ({_GEMM_LIST})
-      AND o.run_id = k.run_id AND o.external_id = k.external_id
-      AND o.global_pid = k.global_pid
+      AND o.id = k.cpu_op_id
 ), per_op AS (
     SELECT op_id, phase, name_id, op_name, input_types, input_dims, COUNT(*) AS launches,
            SUM(ns) AS ns, SUM(SUM(ns)) OVER (PARTITION BY op_id) AS op_ns,
