@@ -35,7 +35,7 @@ from tracekit.expect.gpu import gpu_model, gpu_models, match_gpu_model, native_p
 from tracekit.roofline.families import SHAPES_SQL  # noqa: E402
 from tracekit.roofline.model import Roof, roof_for  # noqa: E402
 from tracekit.roofline.section import roofline_records, roofline_section  # noqa: E402
-from tracekit.roofline.work import Unknown, Work, op_specs, op_work  # noqa: E402
+from tracekit.roofline.work import Unknown, Work, op_work  # noqa: E402
 from tracekit.store import open_store  # noqa: E402
 
 CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
@@ -143,17 +143,6 @@ def test_marlin_forms_of_each_vllm_release(args: int) -> None:
     # a 131,072 + weights 8,388,608 + scales 262,144 + workspace 512 + out 131,072
     assert result.flops == 2 * 16 * 4096 * 4096 and result.bytes == 8_913_408
     assert result.weight_bytes == 8_388_608
-
-
-def test_every_example_in_the_op_table() -> None:
-    checked = 0
-    for spec in op_specs().values():
-        for example in spec.examples:
-            result = work(spec.name, example["types"], example["dims"])
-            assert isinstance(result, Work), (spec.name, result)
-            assert (result.flops, result.bytes) == (example["flops"], example["bytes"]), spec.name
-            checked += 1
-    assert checked >= 4
 
 
 @pytest.mark.parametrize("op, types, dims, reason", [
@@ -453,12 +442,14 @@ def test_roofline_section_grows_linearly(tmp_path: Path) -> None:
         return store, run_id
 
     def timed(store: Any, run_id: int) -> float:
+        # CPU time of this process (the SQL runs in it): other processes on a busy machine
+        # do not enter the ratio
         best = float("inf")
         for _ in range(5):
             with store.connect() as connection:
-                start = time.perf_counter()
+                start = time.process_time()
                 roofline_section(connection, run_id)
-                best = min(best, time.perf_counter() - start)
+                best = min(best, time.process_time() - start)
         return best
 
     small, large = build(400), build(3200)  # 10,000 and 80,000 kernel launches

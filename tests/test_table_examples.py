@@ -36,7 +36,7 @@ def test_every_kind_of_data_file_is_checked():
     kinds = {r.kind for r in RESULTS}
     assert kinds >= {"rule", "decode table", "vocabulary", "truncation", "phase markers",
                      "phase heuristics", "log patterns", "GPUs", "checkpoints", "findings",
-                     "parser spec"}
+                     "parser spec", "roofline work model"}
 
 
 def test_all_examples_hold():

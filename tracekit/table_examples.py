@@ -13,7 +13,10 @@ phase markers             rules/_phase_markers.toml ``[[marker.match]]`` / ``no_
 phase heuristics          rules/_phase_heuristics.toml ``examples`` / ``counter_examples``
 log patterns              rules/_log_patterns.toml ``examples`` (engine log lines)
 GPUs                      rules/_gpus.toml ``[[name]] examples`` (device names),
-                          ``[[kernel_arch]] examples`` / ``not_examples``
+                          ``[[kernel_arch]] examples`` / ``not_examples``, ``[model.*]
+                          examples`` (device names that resolve to that product alone)
+roofline work model       rules/_roofline.toml ``[[op.form]] examples``: recorded types and
+                          shapes with the FLOPs and bytes they must give
 checkpoints               rules/_checkpoints.toml ``[[example]]``: a config JSON and its path
 findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
 parser specs              parsers/<id>.toml ``[[example]]``: a file's first bytes (and SQLite
@@ -184,6 +187,36 @@ def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
             result.examples += 1
             if kernel_archs(example):
                 result.failures.append(f"[[kernel_arch]] {row['id']}: {example!r} must give none")
+    _gpu_models(result, data)
+
+
+def _gpu_models(result: TableResult, data: dict[str, Any]) -> None:
+    from tracekit.expect.gpu import match_gpu_model
+
+    for key, row in data.get("model", {}).items():
+        for example in row.get("examples", []):
+            result.examples += 1
+            found = match_gpu_model(example, row["arch"])
+            if found.model is None or found.model.key != key:
+                got = found.model.key if found.model else found.reason
+                result.failures.append(f"[model.{key}]: {example!r} gives {got}")
+
+
+def _roofline(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.roofline.work import Work, op_work
+
+    for row in _read(path).get("op", []):
+        for form in row.get("form", []):
+            for example in form.get("examples", []):
+                result.examples += 1
+                got = op_work(row["name"], json.dumps(example["types"]),
+                              json.dumps(example["dims"]))
+                if not isinstance(got, Work):
+                    result.failures.append(f"{row['name']}: {example['dims']}: {got.reason}")
+                elif (got.flops, got.bytes) != (example["flops"], example["bytes"]):
+                    result.failures.append(f"{row['name']}: {example['dims']}: {got.flops} "
+                                           f"FLOPs and {got.bytes} bytes, expected "
+                                           f"{example['flops']} and {example['bytes']}")
 
 
 def _checkpoints(result: TableResult, path: Path, ruleset: Any) -> None:
@@ -258,6 +291,7 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_gpus.toml": ("GPUs", _gpus),
     "_checkpoints.toml": ("checkpoints", _checkpoints),
     "_findings.toml": ("findings", _findings),
+    "_roofline.toml": ("roofline work model", _roofline),
 }
 
 
