@@ -885,3 +885,26 @@ def test_python_api_roofline_frame_and_figure(fallback_run: dict[str, Any]) -> N
     figure = run.roofline_figure("prefill")
     names = [trace.name for trace in figure.data]
     assert "FP4 roof" in names and "weight_only" in names and "FP4 bound (estimate)" in names
+
+
+def test_a_trace_without_shapes_gets_one_line_not_a_table(tmp_path: Path) -> None:
+    import io
+
+    from report_scenario import MARLIN_GEMM, analyzed_run, open_test_store
+
+    from tracekit.report.document import build_document
+    from tracekit.report.terminal import render
+
+    store = open_test_store(tmp_path)
+    run_id = analyzed_run(store, tmp_path / "marlin.sqlite", gemm=MARLIN_GEMM)  # nsys schema
+    with store.connect() as connection:
+        document = build_document(connection, run_id)
+    store.dispose()
+    assert document["roofline"]["gpu"]["model"] == "b200"
+    stream = io.StringIO()
+    render(document, stream)
+    out = " ".join(stream.getvalue().split())
+    assert ("roofline (B200: dense peaks and bandwidth from rules/_gpus.toml): the work of no "
+            "GEMM is known") in out
+    assert "only the kernel name and grid are known" in out
+    assert "GEMM time ┃ work known" not in out

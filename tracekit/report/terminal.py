@@ -151,6 +151,19 @@ def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
     gpu = roofline.get("gpu")
     where = (f"{gpu['name']}: dense peaks and bandwidth from rules/_gpus.toml" if gpu else
              f"GPU limits unknown: {roofline.get('gpu_reason')}")
+    rows = [row for phase in PHASES for row in roofline["phases"].get(phase, [])]
+    if not any(row["covered_ns"] for row in rows):
+        # nothing tells any GEMM's work (an nsys trace): one line, not a table of dashes
+        reasons = [u for row in rows for u in row["unknown"]]
+        top = max(reasons, key=lambda u: u["ns"])["reason"] if reasons else "no GEMM time"
+        console.print(Text(f"roofline ({where}): the work of no GEMM is known "
+                           f"({format_ns(sum(row['time_ns'] for row in rows))} of GEMM time) — "
+                           f"{top}", style="dim"))
+        if roofline.get("fallback"):
+            phases = ", ".join(item["phase"] for item in roofline["fallback"])
+            console.print(Text(f"what the fallback costs: no estimate ({phases}) without the "
+                               "GEMMs' work", style="dim"))
+        return
     table = Table(title=f"roofline ({where})", title_justify="left", show_edge=False)
     for column, justify in (("phase", "left"), ("path", "left"), ("GEMM time", "right"),
                             ("work known", "right"), ("achieved", "right"),
