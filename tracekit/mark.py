@@ -35,8 +35,10 @@ from contextlib import ExitStack, contextmanager
 from types import ModuleType
 from typing import Any
 
+from tracekit.vocabulary import STEP_PHASES
+
 PREFIX = "tracekit.step["
-PHASES = ("prefill", "decode", "mixed")
+PHASES = STEP_PHASES
 COUNT_KEYS = ("prefill_tokens", "decode_tokens", "prefill_requests", "decode_requests")
 DOMAIN = None  # the default NVTX domain: what engines use and every nsys shows
 

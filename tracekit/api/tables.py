@@ -23,6 +23,7 @@ from tracekit.errors import UsageError
 from tracekit.report.document import GEMM_OPS, PHASES
 from tracekit.store.db import Store
 from tracekit.store.runs import RunSummary
+from tracekit.vocabulary import SEVERITIES
 
 _GEMM_OPS_SQL = ", ".join(f"'{op}'" for op in GEMM_OPS)
 
@@ -133,7 +134,7 @@ def findings(document: dict[str, Any]) -> pd.DataFrame:
     frame = records_frame(document["findings"], {
         "severity": None, "rule": "category", "phase": None, "share": "float64",
         "message": None, "evidence": None})
-    frame["severity"] = _category(frame["severity"].tolist(), ("error", "warning", "info"))
+    frame["severity"] = _category(frame["severity"].tolist(), SEVERITIES)
     frame["phase"] = _category(frame["phase"].tolist(), PHASES)
     return frame
 

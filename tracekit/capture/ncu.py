@@ -25,7 +25,6 @@ from tracekit.store.db import Store
 
 NCU_ENV = "TRACEKIT_NCU"
 REPORT_STEM = "ncu"
-GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 FILTER_PREFIX_CHARS = 120
 
 #: formats.md §C.4, plus the DRAM bytes a roofline needs; names a chip lacks come back as

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 from tracekit.classify.model import Classification, Rule, RuleSet
 from tracekit.classify.names import KernelName
+from tracekit.vocabulary import HALF_TYPES, MATH_OPS, QUANTIZED_PATHS
 
-_MATH_OPS = frozenset({"gemm", "grouped_gemm", "gemv", "attention"})
 #: the reason prefix of every answer that is unknown because the name was cut
 TRUNCATED = "truncated"
 
@@ -89,11 +89,11 @@ def derive_path(
     cw = operand_types.get(weights) if weights else None
     # Some names list A and B without saying which is the weight: a sub-8-bit integer or a
     # low-bit operand next to a 16-bit one is the weight, so order them before deciding.
-    if ca == "weight_only" or (ca in ("fp4", "fp8", "int8") and cw in ("bf16", "fp16")):
+    if ca == "weight_only" or (ca in QUANTIZED_PATHS and cw in HALF_TYPES):
         ca, cw = cw, ca
     if ca is None:
         return None
-    if ca in ("bf16", "fp16"):
+    if ca in HALF_TYPES:
         if cw is None or cw == ca:
             return ca
         if cw in ("fp4", "fp8", "int8", "weight_only"):
@@ -221,7 +221,7 @@ def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classificatio
     if match.path == "unknown" and kname.truncated and not reason.startswith(TRUNCATED):
         reason = f"{TRUNCATED}: {kname.cut_note()}, and the visible part does not decide: {reason}"
     confidence = match.rule.confidence if match.path != "unknown" else "low"
-    if match.path == "unknown" and match.labels.get("op") not in _MATH_OPS:
+    if match.path == "unknown" and match.labels.get("op") not in MATH_OPS:
         confidence = match.rule.confidence
     return (
         Classification(

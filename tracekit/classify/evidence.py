@@ -18,8 +18,7 @@ from typing import Any
 
 from tracekit.classify.engine import Match
 from tracekit.classify.model import Classification, NameEvidence, RuleSet
-
-_MATH_OPS = frozenset({"gemm", "grouped_gemm", "gemv", "attention"})
+from tracekit.vocabulary import HALF_TYPES, MATH_OPS
 
 #: ncu ``sm__ops_path_tensor…_src_<S>[_dst_<D>]`` source word -> path
 _COUNTER_SRC: dict[str, str] = {
@@ -193,7 +192,7 @@ def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classific
         path, why = path_from_counters(evidence.counters)
         if path is not None:
             consistent = result.path == path or (
-                result.path == "weight_only" and path in ("bf16", "fp16")
+                result.path == "weight_only" and path in HALF_TYPES
             )
             if consistent:
                 return replace(
@@ -203,13 +202,13 @@ def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classific
                     reason=f"{why}; confirms the name ({result.reason})",
                 )
             said = f"; the name said {result.path}" if result.path != "unknown" else ""
-            op = result.op if result.op in _MATH_OPS else "gemm"
+            op = result.op if result.op in MATH_OPS else "gemm"
             return replace(
                 result, path=path, op=op, evidence="counters", confidence="high", reason=why + said
             )
         if why and result.path != "unknown":
             result = replace(result, reason=f"{result.reason}; {why}")
-    if result.path != "unknown" or (result.rule is not None and result.op not in _MATH_OPS):
+    if result.path != "unknown" or (result.rule is not None and result.op not in MATH_OPS):
         return result
     if evidence.op_dtypes and evidence.op_shared and result.rule is None:
         # A kernel no rule knows, launched beside others by the same op: it may be a helper

@@ -34,6 +34,7 @@ from tracekit.classify.model import (
 )
 from tracekit.classify.prefilter import KeywordIndex
 from tracekit.errors import RuleFileError
+from tracekit.vocabulary import WIDE_PATHS
 
 try:
     import tomllib
@@ -368,7 +369,6 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
 
 #: what ``needs_full_name = true`` stands for: the paths a rule can only conclude from the
 #: absence of a narrower operand type
-WIDE_PATHS: tuple[str, ...] = ("bf16", "fp16", "tf32", "fp32", "fp64")
 
 
 def _full_name_paths(path: Path, text: str, raw: Any) -> tuple[str, ...]:

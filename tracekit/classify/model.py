@@ -12,37 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: what a kernel does (DESIGN.md vocabulary; public contract)
-OPS: tuple[str, ...] = (
-    "gemm",
-    "grouped_gemm",
-    "gemv",
-    "attention",
-    "quantize",
-    "dequantize",
-    "comm",
-    "memory",
-    "other",
-)
-
-#: what the math unit multiplies (DESIGN.md vocabulary; public contract). rules/_paths.toml
-#: documents each word and must list exactly these.
-PATHS: tuple[str, ...] = (
-    "fp4",
-    "fp8",
-    "int8",
-    "weight_only",
-    "bf16",
-    "fp16",
-    "tf32",
-    "fp32",
-    "fp64",
-    "unknown",
-)
-
-#: which source decided a classification, strongest first (DESIGN.md precedence)
-EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "log", "feasibility", "none")
-CONFIDENCE: tuple[str, ...] = ("high", "medium", "low")
+from tracekit.vocabulary import CONFIDENCE, EVIDENCE, OPS, PATHS  # noqa: F401 - re-exported
 
 #: label keys a rule or a table entry may set
 LABEL_KEYS: tuple[str, ...] = ("op", "path", "weights", "activations", "accum", "library")

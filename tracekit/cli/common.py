@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 import click
 
 from tracekit.store.db import ENV_VAR, Store, open_store
+from tracekit.vocabulary import SEVERITIES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-SEVERITIES = ("error", "warning", "info")
 
 
 def store_option(function: F) -> F:

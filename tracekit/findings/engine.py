@@ -23,6 +23,7 @@ from tracekit.expect.checkpoint import QUANTIZED_PATHS, Declaration
 from tracekit.expect.gpu import kernel_archs, native_paths, runs_on, short_gpu_name
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
+from tracekit.vocabulary import PHASES, WIDE_PATHS
 
 __all__ = [
     "SEVERITY_ORDER",
@@ -35,8 +36,7 @@ __all__ = [
     "verdict_sentences",
 ]
 
-PHASES = ("prefill", "decode", "mixed", "unattributed")
-SIXTEEN_BIT_PATHS = frozenset({"bf16", "fp16", "tf32", "fp32", "fp64"})
+SIXTEEN_BIT_PATHS = frozenset(WIDE_PATHS)
 _FALLBACK_LOG_KINDS = frozenset({"fallback-warning", "emulation"})
 _WEIGHT_FORMATS_NATIVE = {  # weight format of a weight-only checkpoint → path that would use it
     "nvfp4": "fp4",

@@ -12,11 +12,12 @@ from typing import Any
 
 from tracekit.errors import RuleFileError
 from tracekit.expect._data import load_table, require
+from tracekit.vocabulary import SEVERITY_RANK, at_or_above  # noqa: F401 - re-exported
 
 FINDINGS_FILE = "_findings.toml"
 
 #: Severity ranks: a finding is "at or above" ``--fail-on LEVEL`` when its rank is >= LEVEL's.
-SEVERITY_ORDER: dict[str, int] = {"info": 1, "warning": 2, "error": 3}
+SEVERITY_ORDER = SEVERITY_RANK
 
 _VERDICT_KEYS = (
     "fallback",
@@ -75,11 +76,6 @@ class FindingRules:
     def setting(self, key: str, default: float) -> float:
         """A numeric threshold from ``[settings]``."""
         return float(self.settings.get(key, default))
-
-
-def at_or_above(severity: str, level: str) -> bool:
-    """Whether ``severity`` is at least ``level`` (for ``--fail-on``)."""
-    return SEVERITY_ORDER.get(severity, 0) >= SEVERITY_ORDER[level]
 
 
 @cache

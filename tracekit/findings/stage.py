@@ -38,8 +38,8 @@ from tracekit.store.schema import (
     Step,
 )
 from tracekit.store.schema import Finding as FindingRow
+from tracekit.vocabulary import GEMM_OPS
 
-GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 # Marks count here: any NVTX event proves the markers reached nsys (nvtx-ranges-lost).
 _RANGE_KINDS = (*NVTX_RANGE_KINDS, "mark")
 # Type words that, in an attention kernel's name, mean it reads a quantized KV cache

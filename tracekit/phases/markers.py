@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import RuleFileError
+from tracekit.vocabulary import STEP_PHASES
 
 try:
     import tomllib
@@ -27,7 +28,6 @@ except ModuleNotFoundError:  # Python 3.10
 
 MARKERS_FILE = "_phase_markers.toml"
 COUNTS = ("prefill_tokens", "decode_tokens", "prefill_requests", "decode_requests")
-STEP_PHASES = ("prefill", "decode", "mixed")
 #: ``idle``: a recognized step marker that carried no prefill or decode work (no step is made).
 MARKER_PHASES = (*STEP_PHASES, "idle")
 _FIELDS = (*COUNTS, "phase")

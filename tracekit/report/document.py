@@ -14,9 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from tracekit.store.schema import NVTX_RANGE_KINDS
+from tracekit.vocabulary import GEMM_OPS, PHASES, SEVERITIES
 
-PHASES = ("prefill", "decode", "mixed", "unattributed")
-GEMM_OPS = ("gemm", "grouped_gemm", "gemv")
 DOCUMENT_VERSION = 1
 
 
@@ -165,7 +164,7 @@ def phase_attribution(connection: Connection, run_id: int, per_phase: dict[str, 
 
 def findings(connection: Connection, run_id: int) -> list[dict[str, Any]]:
     """The ``findings`` list, most severe first."""
-    order = {"error": 0, "warning": 1, "info": 2}
+    order = {word: rank for rank, word in enumerate(SEVERITIES)}
     rows = connection.execute(text(
         "SELECT rule, severity, message, phase, share, evidence_json FROM findings "
         "WHERE run_id = :run_id ORDER BY id"), {"run_id": run_id}).mappings()

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from tracekit.expect.gpu import GpuModel
 from tracekit.roofline.families import Family
-
-SIXTEEN_BIT = ("bf16", "fp16")
+from tracekit.vocabulary import HALF_TYPES
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,9 @@ def math_path(path: str, activations: str | None, model: GpuModel) -> str | None
     """The path whose peak bounds ``path``'s math on ``model`` (None when undetermined)."""
     if path != "weight_only":
         return path
-    if activations in SIXTEEN_BIT:
+    if activations in HALF_TYPES:
         return activations
-    rates = {model.tflops.get(p) for p in SIXTEEN_BIT}
+    rates = {model.tflops.get(p) for p in HALF_TYPES}
     # BF16 or FP16 math, unknown which: equal rates (every product in the table) decide it.
     return "bf16" if len(rates) == 1 and None not in rates else None
 

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import ConfigError
+from tracekit.vocabulary import PATHS, QUANTIZED_PATHS  # noqa: F401 - re-exported
 
 #: the data file of checkpoint tables (ModelOpt/TRT-LLM algorithms, GGUF file types)
 CHECKPOINTS_FILE = "_checkpoints.toml"
 
-#: Paths in which activations are quantized at run time (the math runs below 16 bits).
-QUANTIZED_PATHS = frozenset({"fp4", "fp8", "int8"})
-#: Every path word a declaration may expect (DESIGN.md vocabulary, less "unknown").
-PATH_WORDS = ("fp4", "fp8", "int8", "weight_only", "bf16", "fp16", "tf32", "fp32", "fp64")
+#: Every path word a declaration may expect (the vocabulary's paths, less "unknown").
+PATH_WORDS = tuple(word for word in PATHS if word != "unknown")
 # Which declared path is "the" path of a mixed checkpoint: the most aggressive one.
 _PATH_PRIORITY = {word: rank for rank, word in enumerate(PATH_WORDS)}
 
