@@ -12,7 +12,7 @@ table has no known capabilities, a product it cannot tell apart has no known lim
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from tracekit.errors import ConfigError, RuleFileError
@@ -44,11 +44,17 @@ class GpuModel:
     tflops: dict[str, float]  # path word -> dense peak, TFLOP/s (TOP/s for int8)
     memory_gbps: float  # peak DRAM bandwidth, 10^9 bytes/s
     cite: str
+    #: path word -> why the table has no peak for it (no figure confirmed from the vendor)
+    unknown: dict[str, str] = field(default_factory=dict)
 
     def peak_flops(self, path: str) -> float | None:
         """Peak FLOP/s of ``path`` on this product, or None when its source lists none."""
         value = self.tflops.get(path)
         return value * 1e12 if value is not None else None
+
+    def missing_reason(self, path: str) -> str:
+        """Why the table has no peak for ``path`` on this product."""
+        return self.unknown.get(path, f"its sources list no {path.upper()} rate")
 
     @property
     def bandwidth(self) -> float:
@@ -112,10 +118,15 @@ def _model_table() -> tuple[tuple[GpuModel, re.Pattern[str]], ...]:
                                 "which has no [arch.*] entry")
         tflops = {str(path): float(value)
                   for path, value in require(row, "tflops", GPUS_FILE, where).items()}
+        unknown = {str(path): str(reason) for path, reason in row.get("unknown", {}).items()}
+        both = sorted(set(unknown) & set(tflops))
+        if both:
+            raise RuleFileError(f"rules/{GPUS_FILE}: {where} lists {both} both with a peak "
+                                "and as unknown")
         models.append((GpuModel(
             key=key, arch=arch, name=require(row, "name", GPUS_FILE, where),
             tflops=tflops, memory_gbps=float(require(row, "memory_gbps", GPUS_FILE, where)),
-            cite=require(row, "cite", GPUS_FILE, where),
+            cite=require(row, "cite", GPUS_FILE, where), unknown=unknown,
         ), re.compile(require(row, "regex", GPUS_FILE, where))))
     return tuple(models)
 

@@ -152,7 +152,7 @@ def estimate(claim: FallbackClaim, families: Sequence[Family], model: GpuModel |
         result.abstained = f"the GPU's limits are unknown: {gpu_reason or 'no product matched'}"
     elif expected_roof is None:
         result.abstained = (f"rules/_gpus.toml lists no {claim.expected.upper()} peak for the "
-                            f"{model.name}")
+                            f"{model.name}: {model.missing_reason(claim.expected)}")
     elif a_bits is None or w_bits is None:
         result.abstained = f"no bits per value known for the {claim.expected} format"
     covered = [f for f in members if f.known and f.source == "shapes" and f.work is not None
