@@ -60,6 +60,15 @@ class StageTable:
         if len(self.rows) >= CHUNK_ROWS:
             self.flush()
 
+    def extend(self, rows: list[tuple[Any, ...]]) -> None:
+        """Buffer many rows at once (``add`` for each, without a call per row)."""
+        if self.numbered:
+            first = self.count + len(self.rows)
+            rows = [(number, *row) for number, row in enumerate(rows, first)]
+        self.rows.extend(rows)
+        if len(self.rows) >= CHUNK_ROWS:
+            self.flush()
+
     def flush(self) -> None:
         """Write the buffered rows with one multi-row insert."""
         if not self.rows:

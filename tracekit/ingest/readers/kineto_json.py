@@ -39,13 +39,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 from operator import attrgetter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
 
 import ijson
+import numpy as np
 
 from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext, SourceInfo
@@ -143,6 +144,15 @@ class Roles:
 
 _CAT = attrgetter("cat")
 _PH = attrgetter("ph")
+_TS = attrgetter("ts")
+_DUR = attrgetter("dur")
+_PID = attrgetter("pid")
+_TID = attrgetter("tid")
+_ARGS = attrgetter("args")
+_EVENT_NAME = attrgetter("name")
+_NUMBERS = frozenset({int, float})
+#: roles handled a chunk at a time, by group (roles of a group share a stage table)
+BATCHED = {"cpu_op": "cpu_op", "runtime": "api", "driver": "api"}
 
 
 class KinetoReader(TraceRows):
@@ -285,11 +295,20 @@ class KinetoReader(TraceRows):
             return
         self.categories.update(counts)
         handlers = self.handlers
+        batches: dict[str, list[Any]] = {"cpu_op": [], "api": []}
         for event, role in zip(compress(events, roles), filter(None, roles), strict=True):
             if role == "flow":
                 self._flow(event)
+            elif role in BATCHED:
+                batches[BATCHED[role]].append(event)
             elif event.ph == "X" and event.ts is not None:
                 handlers[role](state, event)
+        # CPU ops and runtime/driver calls fill tables no other role writes, and nothing of
+        # theirs depends on the order of other roles' events: a column at a time.
+        if batches["cpu_op"]:
+            self._cpu_ops(state, batches["cpu_op"])
+        if batches["api"]:
+            self._apis(state, batches["api"])
 
     def _handle(self, state: FileState, event: Any) -> None:
         cat = event.cat
@@ -399,8 +418,7 @@ class KinetoReader(TraceRows):
             args = self.no_args
         name = _name(event, "")
         key = self.api_key(name)
-        if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
-            kind = "driver"  # legacy traces file driver calls under "Runtime"
+        kind = _api_kind(kind, name)
         pid, tid = self._cpu_ids(state.runtime_pids, event)
         start, end = self._times(event)
         self.stage["tk_runtime"].add((state.index, key, kind, start, end,
@@ -430,6 +448,84 @@ class KinetoReader(TraceRows):
         start, end = self._times(event)
         self.stage["tk_range"].add((state.index, "push_pop", start, end, _name(event, ""),
                                     None, tid, pid))
+
+    def _cpu_ops(self, state: FileState, events: list[Any]) -> None:
+        """The rows of a chunk's ``cpu_op`` events (``_cpu_op`` for many, column-wise)."""
+        events = [e for e in events if e.ph == "X" and e.ts is not None]
+        if not events:
+            return
+        keys, no_args = self.keys, self.no_args
+        args = [a if a is not None else no_args for a in map(_ARGS, events)]
+        pids, tids = self._cpu_ids_of(state.cpu_pids, events)
+        starts, ends = self._times_of(events)
+        externals = [as_int(value) or None for value in self._picked(args, keys.external_id)]
+        types = list(map(self._types_json, self._picked(args, keys.input_types)))
+        dims = list(map(_dims_json, self._picked(args, keys.input_dims)))
+        names = [name if type(name) is str and name else _name(event, "")
+                 for name, event in zip(map(_EVENT_NAME, events), events, strict=True)]
+        self.stage["tk_cpu_op"].extend(list(zip(
+            repeat(state.index), names, starts, ends, externals, tids, pids, types, dims,
+            strict=False)))
+
+    def _apis(self, state: FileState, events: list[Any]) -> None:
+        """The rows of a chunk's runtime and driver calls, in file order (``_api`` for many)."""
+        events = [e for e in events if e.ph == "X" and e.ts is not None]
+        if not events:
+            return
+        no_args = self.no_args
+        args = [a if a is not None else no_args for a in map(_ARGS, events)]
+        names = [name if type(name) is str else _name(event, "")
+                 for name, event in zip(map(_EVENT_NAME, events), events, strict=True)]
+        api_key = self.api_key
+        keys = list(map(api_key, names))
+        role_of = self.role_of
+        kinds = [_api_kind(role_of[event.cat], name) for event, name in
+                 zip(events, names, strict=True)]
+        pids, tids = self._cpu_ids_of(state.runtime_pids, events)
+        starts, ends = self._times_of(events)
+        correlations = list(map(as_int, self._picked(args, self.keys.correlation)))
+        self.stage["tk_runtime"].extend(list(zip(
+            repeat(state.index), keys, kinds, starts, ends, correlations, tids, pids,
+            strict=False)))
+
+    def _picked(self, args: list[Any], attrs: tuple[str, ...]) -> list[Any]:
+        """``pick`` over many events' args: the first spelling in C, others where missing."""
+        values = list(map(attrgetter(attrs[0]), args))
+        if len(attrs) > 1 and None in values:
+            values = [value if value is not None else pick(a, attrs)
+                      for value, a in zip(values, args, strict=True)]
+        return values
+
+    def _cpu_ids_of(self, counts: Counter[int], events: list[Any]
+                    ) -> tuple[list[int | None], list[int | None]]:
+        """``_cpu_ids`` for many events: pids and tids as ints, threads and processes noted."""
+        pids = list(map(_PID, events))
+        tids = list(map(_TID, events))
+        if not _all_of_type(pids, int):
+            pids = [p if type(p) is int else int_id(p) for p in pids]
+        if not _all_of_type(tids, int):
+            tids = [t if type(t) is int else int_id(t) for t in tids]
+        counts.update(pids)
+        for pid, tid in set(zip(pids, tids, strict=True)):
+            self.thread(pid, tid)
+        return pids, tids
+
+    def _times_of(self, events: list[Any]) -> tuple[list[int], list[int]]:
+        """``_times`` for many events: in numpy when every ``ts`` is a float and every
+        ``dur`` a number, all within ``FLOAT_EXACT_US`` (the same doubles, the same rounding
+        — half to even — as ``round``), else event by event."""
+        ts = list(map(_TS, events))
+        durs = [d or 0 for d in map(_DUR, events)]
+        if _all_of_type(ts, float) and _types_in(durs, _NUMBERS):
+            starts = np.array(ts, dtype=np.float64)
+            lengths = np.array(durs, dtype=np.float64)
+            if (np.abs(starts).max() < FLOAT_EXACT_US
+                    and np.abs(lengths).max() < FLOAT_EXACT_US):
+                start_ns = np.rint(starts * 1000).astype(np.int64)
+                end_ns = start_ns + np.rint(lengths * 1000).astype(np.int64)
+                return start_ns.tolist(), end_ns.tolist()
+        pairs = list(map(self._times, events))
+        return [start for start, _ in pairs], [end for _, end in pairs]
 
     def _cpu_ids(self, counts: Counter[int], event: Any) -> tuple[int | None, int | None]:
         """pid/tid of a CPU event as ints; remembers the thread and counts the process."""
@@ -482,6 +578,22 @@ class KinetoReader(TraceRows):
                 self.thread_names[(pid, tid)] = name
 
     # -- finishing ----------------------------------------------------------------------
+
+def _api_kind(kind: str, name: str) -> str:
+    """``runtime`` or ``driver``: legacy traces file driver calls under "Runtime"."""
+    if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
+        return "driver"
+    return kind
+
+
+def _all_of_type(values: list[Any], kind: type) -> bool:
+    """Whether every value is exactly of ``kind`` (not a subclass: bool is no int here)."""
+    return set(map(type, values)) <= {kind}
+
+
+def _types_in(values: list[Any], kinds: frozenset[type]) -> bool:
+    return set(map(type, values)) <= kinds
+
 
 def _dims(values: Any) -> tuple[int | None, int | None, int | None]:
     if not isinstance(values, (list, tuple)):

@@ -1,0 +1,235 @@
+"""The chunked Kineto path (msgspec on cut chunks) stores exactly what the streaming path
+(ijson, event by event) stores, whatever the layout; it falls back where it cannot cut."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracekit.errors import InputError
+from tracekit.ingest.pipeline import ingest
+from tracekit.ingest.readers import json_chunks, kineto_json
+from tracekit.store import open_store
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "h200" / "torch-trace.pt.trace.json.gz"
+TABLES = ("kernels", "cpu_ops", "runtime_calls", "memory_ops", "nvtx_ranges", "processes",
+          "threads", "devices", "kernel_names", "api_names")
+
+
+def stored(trace: Path, db: Path) -> dict[str, Any]:
+    """Every row the ingest wrote, and the run's meta (without its timing)."""
+    store = open_store(str(db))
+    try:
+        ingest(store, [trace])
+    finally:
+        store.dispose()
+    connection = sqlite3.connect(db)
+    try:
+        rows = {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+                for table in TABLES}
+        meta = json.loads(connection.execute("SELECT meta_json FROM runs").fetchone()[0])
+    finally:
+        connection.close()
+    meta.pop("ingest_seconds", None)
+    rows["meta"] = meta
+    return rows
+
+
+class Paths:
+    """Counts which path each file took."""
+
+    def __init__(self) -> None:
+        self.streamed: list[int] = []
+
+
+@pytest.fixture
+def paths(monkeypatch: pytest.MonkeyPatch) -> Paths:
+    seen = Paths()
+    original = kineto_json.KinetoReader._stream
+
+    def stream(self: Any, state: Any, path: Path, skip: int) -> Any:
+        seen.streamed.append(skip)
+        return original(self, state, path, skip)
+
+    monkeypatch.setattr(kineto_json.KinetoReader, "_stream", stream)
+    return seen
+
+
+def streamed_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the reader take ijson's streaming path for every file (the reference)."""
+    def no_chunks(self: Any, path: Path) -> Iterator[Any]:
+        raise json_chunks.Unchunkable("reference")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(kineto_json.KinetoReader, "_chunks", no_chunks)
+
+
+def both_ways(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    chunked = stored(trace, tmp_path / f"{trace.name}-chunked.db")
+    with monkeypatch.context() as patch:
+        streamed_only(patch)
+        streamed = stored(trace, tmp_path / f"{trace.name}-streamed.db")
+    return chunked, streamed
+
+
+def fixture_document() -> dict[str, Any]:
+    with gzip.open(FIXTURE, "rt", encoding="utf-8") as stream:
+        return json.load(stream)  # type: ignore[no-any-return]
+
+
+def oddities(events: list[dict[str, Any]]) -> list[Any]:
+    """The real events plus content a reader must survive (and skip or keep as it does)."""
+    kernel = next(e for e in events if e.get("cat") == "kernel")
+    op = next(e for e in events if e.get("cat") == "cpu_op")
+    odd: list[Any] = [
+        1, "text", None, [kernel],                          # elements that are no event
+        {**op, "args": ["not", "a", "dict"]},               # args of the wrong type
+        {**op, "args": None, "name": 7},
+        {**op, "name": 'a, {"b": "}, {"},\n', "args": {**op.get("args", {}),
+                                                         "nested": [{"x": 1}, {"y": [{}]}]}},
+        {**op, "name": "ünïcödé ∑ 🚀 (a surrogate pair once escaped)"},
+        {**op, "ts": op["ts"] + 0.001, "dur": 2},         # an int dur among floats
+        {**kernel, "args": {**kernel["args"], "grid": "1,2,3", "device": "0"}},
+        {**op, "cat": ["a", "list"]},
+        {"ph": "M", "name": "thread_name", "pid": op["pid"], "tid": op["tid"],
+         "args": {"name": "odd thread"}},
+    ]
+    last = {"ph": "M", "cat": "__metadata", "name": "process_name", "pid": op["pid"],
+            "args": {"name": "a process named in a metadata event with a category"}}
+    return [*events[:50], *odd, *events[50:], last]
+
+
+def write_layouts(folder: Path, document: dict[str, Any]) -> dict[str, Path]:
+    """The same document in the layouts the chunked path must handle."""
+    events = document["traceEvents"]
+    header = {k: v for k, v in document.items() if k != "traceEvents"}
+    files = {
+        "pretty": json.dumps(document, indent=4),
+        "one-line": json.dumps(document),
+        "compact": json.dumps(document, separators=(",", ":")),
+        "bare-list": json.dumps(events, indent=1),
+        "keys-after": json.dumps({"traceEvents": events, **header}, indent=2),
+        "one-event-per-line": "{" + ",\n".join(
+            [*(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in header.items()),
+             '"traceEvents": [\n' + ",\n".join(map(json.dumps, events)) + "\n]"]) + "}",
+    }
+    written = {}
+    for name, text in files.items():
+        path = folder / f"{name}.json"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        written[name] = path
+    return written
+
+
+@pytest.fixture(params=[64, 4096, 1 << 20], ids=["64B-chunks", "4KiB-chunks", "1MiB-chunks"])
+def chunk_bytes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setattr(json_chunks, "CHUNK_BYTES", request.param)
+    monkeypatch.setattr(json_chunks, "READ_BYTES", max(request.param, 1024))
+    return int(request.param)
+
+
+@pytest.mark.parametrize("layout", ["pretty", "one-line", "compact", "bare-list", "keys-after",
+                                    "one-event-per-line"])
+def test_chunked_equals_streamed_in_every_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 chunk_bytes: int, layout: str,
+                                                 paths: Paths) -> None:
+    document = fixture_document()
+    document["traceEvents"] = oddities(document["traceEvents"])
+    trace = write_layouts(tmp_path, document)[layout]
+    chunked, streamed = both_ways(trace, tmp_path, monkeypatch)
+    assert paths.streamed == [0], "only the reference run streams"
+    assert chunked == streamed
+    assert len(chunked["kernels"]) > 100 and len(chunked["cpu_ops"]) > 100
+
+
+def test_real_fixture_chunked_equals_streamed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              paths: Paths) -> None:
+    chunked, streamed = both_ways(FIXTURE, tmp_path, monkeypatch)
+    assert paths.streamed == [0]
+    assert chunked == streamed
+
+
+def test_epoch_microseconds_stay_exact_on_the_chunked_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: Paths) -> None:
+    """Old traces with epoch µs: Decimal numbers, as ijson's exact mode gives."""
+    document = fixture_document()
+    for event in document["traceEvents"]:
+        if isinstance(event.get("ts"), float):
+            event["ts"] = round(event["ts"] + 1_700_000_000_000_000, 3)
+    trace = tmp_path / "epoch.json"
+    trace.write_text(json.dumps(document))
+    chunked, streamed = both_ways(trace, tmp_path, monkeypatch)
+    assert chunked == streamed
+    starts = [row[4] for row in chunked["kernels"]]
+    assert all(isinstance(start, int) for start in starts)
+
+
+def test_a_layout_without_boundaries_falls_back_after_the_chunks_it_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paths: Paths) -> None:
+    """An event larger than the growth limit: the elements before it were chunked, the rest
+    streamed (skipping exactly those), and the run is the same as streamed alone."""
+    document = fixture_document()
+    events = document["traceEvents"]
+    big = {"ph": "X", "cat": "python_function", "name": "x" * 5000, "ts": events[-1]["ts"],
+           "dur": 1.0, "args": {}}
+    document["traceEvents"] = [*events[:300], big, *events[300:]]
+    trace = tmp_path / "big.json"
+    trace.write_text(json.dumps(document, indent=1))
+    monkeypatch.setattr(json_chunks, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(json_chunks, "READ_BYTES", 1024)
+    monkeypatch.setattr(json_chunks, "GROW_LIMIT", 4096)
+    chunked = stored(trace, tmp_path / "a.db")
+    assert paths.streamed and paths.streamed[0] > 0
+    with monkeypatch.context() as patch:
+        streamed_only(patch)
+        streamed = stored(trace, tmp_path / "b.db")
+    assert chunked == streamed
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage-inside", "no-comma", "trailing-comma",
+                                    "trailer-nan", "lone-surrogate"])
+def test_invalid_json_is_refused_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           chunk_bytes: int, damage: str) -> None:
+    """Small chunks put a cut at the damage too: a cut is never taken on trust."""
+    document = fixture_document()
+    events = document.pop("traceEvents")
+    text = json.dumps({**document, "traceEvents": events}, indent=1)  # the events last
+    middle = len(text) // 2
+    position = text.index("\n  {", middle)
+    damaged = {
+        "truncated": text[:middle],
+        "garbage-inside": text[:position] + "\n  }}" + text[position:],
+        "no-comma": text[:position - 1] + text[position:],  # "}\n  {" without the comma
+        "trailing-comma": text[:text.rindex("]")].rstrip() + ",\n]" + text[text.rindex("]") + 1:],
+        "trailer-nan": text[:text.rindex("}")].rstrip() + ', "x": NaN\n}',
+        "lone-surrogate": text[:position] + '\n  {"name": "\\udcff"},' + text[position:],
+    }[damage]
+    trace = tmp_path / f"{damage}.json"
+    trace.write_text(damaged)
+    errors = []
+    for streamed in (False, True):
+        with monkeypatch.context() as patch:
+            if streamed:
+                streamed_only(patch)
+            store = open_store(str(tmp_path / f"{damage}-{streamed}.db"))
+            with pytest.raises(InputError) as refused:
+                ingest(store, [trace])
+            store.dispose()
+            errors.append(str(refused.value).split("(")[0])
+    assert errors[0] == errors[1]
+    assert "JSON is truncated or invalid" in errors[0] or "unexpected content" in errors[0]
+
+
+def test_decode_is_verified_not_trusted() -> None:
+    """A cut inside a nested value or a string never parses as whole elements."""
+    decode: Callable[[Any], Any] = kineto_json.EventTypes(["External id"], exact=False).decode
+    assert decode(b'[{"a": [{"b": 1}') is None
+    assert decode(b'[{"name": "x}, {"]') is None
+    assert decode(b'[{"ph": "X"}, 1, "s"]')[1] == 3  # three elements, one record
