@@ -1,50 +1,54 @@
-"""Benchmark: ingest of a large generated Kineto trace — wall time and peak RSS.
+"""Benchmark: the whole ``tracekit analyze`` of Kineto traces against ``json.load`` and HTA.
 
-Not collected by pytest. Run:
+Not collected by pytest. Run (one run gives the whole table)::
 
-    python tests/benchmarks/bench_kineto.py --events 5000000      # ≈ 1 GB, the issue's size
-    python tests/benchmarks/bench_kineto.py --events 1000000      # ≈ 200 MB, quicker
-    python tests/benchmarks/bench_kineto.py --hta-python /tmp/hta-venv/bin/python
+    python tests/benchmarks/bench_kineto.py --kernels 10000 100000 1000000 \
+        --hta-python /tmp/hta-venv/bin/python --work /tmp/bench-kineto --keep
+    python tests/benchmarks/bench_kineto.py --kernels 10000 --traces b200   # quick look
 
-The trace is written by a streaming writer (never held in memory): repeating "iterations" of
-a vLLM-like step — a ``user_annotation`` step marker, then per layer an ``aten::mm`` cpu_op with
-``Input type``/``Input Dims``, its ``cuLaunchKernelEx``/``cudaLaunchKernel`` call, the kernel
-and the two ``ac2g`` flow events — with ``baseTimeNanoseconds`` written *after* the events,
-as some Kineto versions do (the hard case for a streaming reader).
+Inputs, each made once in ``--work`` (kept with ``--keep``):
+- the real Kineto traces of ``../shared/traces`` (``--traces``: tracelens B200 vLLM with
+  shapes, H100 Qwen; HTA's ns-resolution and NCCL traces), replicated with fresh ids and
+  shifted times by ``replicate.py`` to about the number of kernels asked for;
+- ``synthetic``: a streaming writer's vLLM-like mix (``write_trace``) — per layer an
+  ``aten::mm`` cpu_op with ``Input type``/``Input Dims``, its launch, the kernel and two
+  ``ac2g`` flows, ``baseTimeNanoseconds`` written *after* the events (the hard case for a
+  streaming reader). No Python frames: lighter per kernel than the real traces.
 
-Each contender runs in a fresh subprocess, so its peak RSS (``ru_maxrss`` of the child) is
-its own:
-- ``tracekit``: ``tracekit.ingest.pipeline.ingest`` into a new SQLite store (parse, stage,
-  link kernels to launches, write every row);
-- ``json.load``: the standard library loading the whole document (parse only);
-- ``hta``: HolisticTraceAnalysis ``TraceAnalysis(trace_dir=…)`` (parse into pandas), when
-  ``--hta-python`` names an interpreter that has ``holistictraceanalysis`` installed.
+Contenders, each in a fresh process so its peak RSS (``ru_maxrss``) is its own; the wall
+time is the whole process (interpreter start and imports included), measured from here:
+- ``tracekit analyze FILE --json`` into a new SQLite store, through ``analyze_stages.py``,
+  which also gives the seconds of each stage: ``hash`` (the input's SHA-256), ``parse``
+  (the reader), ``link`` (staged rows into the store, kernels joined to launches and ops),
+  ``commit`` (the rest of the ingest transaction), ``stages`` (classify, phases, per-name
+  groups, findings, the JSON document) and ``start`` (the rest of the wall time:
+  interpreter start, imports, creating the store, printing);
+- ``json.load``: the standard library parsing the whole file (parse only, nothing kept);
+- HolisticTraceAnalysis ``TraceAnalysis(trace_dir=…)`` (parse into pandas), with
+  ``--hta-python`` naming an interpreter that has ``HolisticTraceAnalysis`` installed.
 
-Measured 2026-11-29 on the 2-core / 23 GiB development box, shared with other jobs (load
-average 4-7, so absolute seconds vary ±50 % between runs; the three rows ran back to back),
-5,000,000 events, 1,146 MiB, 994,500 kernels; HolisticTraceAnalysis 0.5.0 in its own venv:
-
-| reader                          | seconds | peak RSS MiB |
-|---------------------------------|---------|--------------|
-| tracekit ingest (SQLite store)  |   135.0 |          312 |
-| HolisticTraceAnalysis load      |   301.8 |        6,645 |
-| json.load (parse only)          |    74.6 |        6,792 |
-
-tracekit's peak is mostly the store's SQLite page cache (``cache_size = -200000``, 200 MB, in
-``tracekit/store/db.py``): it does not grow with the trace; the reader itself holds one chunk
-of 50,000 staged rows per table and the per-run name tables.
+``json.load`` and HTA hold the whole trace in memory (about 6× the file): above
+``--others-max-mib`` only tracekit runs, so that the shared machine is not pushed to swap.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from replicate import replicate  # noqa: E402
 
 KERNELS = ("nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT",
            "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b"
@@ -116,16 +120,6 @@ def write_trace(path: Path, events: int) -> int:
     return kernels
 
 
-TRACEKIT = """
-import sys, time
-from pathlib import Path
-from tracekit.store import open_store
-from tracekit.ingest.pipeline import ingest
-store = open_store(sys.argv[2])
-start = time.perf_counter()
-ingest(store, [Path(sys.argv[1])])
-print(time.perf_counter() - start)
-"""
 JSON_LOAD = """
 import json, sys, time
 start = time.perf_counter()
@@ -134,67 +128,164 @@ with open(sys.argv[1], "rb") as stream:
 print(time.perf_counter() - start)
 """
 HTA = """
-import sys, time, shutil, tempfile, os
+import sys, time, tempfile, os
 from hta.trace_analysis import TraceAnalysis
 folder = tempfile.mkdtemp()
 os.symlink(sys.argv[1], os.path.join(folder, "rank-0.pt.trace.json"))
 start = time.perf_counter()
 analysis = TraceAnalysis(trace_dir=folder)
-elapsed = time.perf_counter() - start
-print(elapsed)
+print(time.perf_counter() - start)
 """
-
-
 PEAK = "\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+#: the real traces replicated (name → path under ../shared/traces)
+REAL_TRACES = {
+    "b200": "tracelens/b200__eager_trace.json.gz",
+    "qwen": "tracelens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.redacted.json.gz",
+    "hta-ns": "hta/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "hta-nccl": "hta/nccl_parser_config__nccl_data.json.gz",
+}
+#: columns of the stage breakdown: analyze_stages.py's labels, then what they leave out
+STAGE_COLUMNS = ("hash", "parse", "link", "commit", "stages", "start")
 
 
-def measure(python: str, script: str, *args: str) -> tuple[float | None, float, str]:
-    """(seconds, peak RSS MiB, note) of ``script`` in a fresh child process.
+@dataclass
+class Measured:
+    """One contender on one input."""
 
-    The child prints its own time and, last, its own ``ru_maxrss`` (KiB on Linux).
-    """
+    wall: float | None
+    peak_mib: float | None
+    stages: dict[str, float]
+    note: str = ""
+
+
+def shared_traces() -> Path | None:
+    for candidate in (os.environ.get("TRACEKIT_SHARED_TRACES"),
+                      HERE.parents[2] / "shared" / "traces", HERE.parents[1] / "shared" / "traces"):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def kernels_per_copy(source: Path) -> int:
+    import gzip
+
+    with gzip.open(source, "rt", encoding="utf-8") as stream:
+        document = json.load(stream)
+    events = document["traceEvents"] if isinstance(document, dict) else document
+    return sum(1 for e in events if isinstance(e, dict) and e.get("cat") in ("kernel", "Kernel"))
+
+
+def make_input(name: str, kernels: int, work: Path) -> tuple[Path, int]:
+    """The trace for ``name`` at about ``kernels`` kernels (reused when already in work)."""
+    if name == "synthetic":
+        target = work / f"synthetic-{kernels}.json"
+        events = kernels * (5 * 36 + 1) // 36
+        if not target.exists():
+            write_trace(target, events)
+        return target, kernels
+    base = shared_traces()
+    if base is None:
+        raise SystemExit("real traces need ../shared/traces (or $TRACEKIT_SHARED_TRACES)")
+    source = base / REAL_TRACES[name]
+    copies = max(1, math.ceil(kernels / kernels_per_copy(source)))
+    target = work / f"{name}-x{copies}.json"
+    if not target.exists():
+        replicate(source, target, copies)
+    return target, copies * kernels_per_copy(source)
+
+
+def run(command: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.perf_counter()
-    completed = subprocess.run([python, "-c", script + PEAK, *args], capture_output=True,
-                               text=True, check=False)
-    wall = time.perf_counter() - started
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    return completed, time.perf_counter() - started
+
+
+def measure_tracekit(trace: Path, work: Path) -> Measured:
+    store = work / "store.db"
+    for leftover in work.glob("store.db*"):
+        leftover.unlink()
+    completed, wall = run([sys.executable, str(HERE / "analyze_stages.py"), str(trace),
+                           str(store)])
+    for leftover in work.glob("store.db*"):
+        leftover.unlink()
     if completed.returncode != 0:
-        return None, -1, (completed.stderr.strip().splitlines() or ["?"])[-1][:120]
+        return Measured(None, None, {}, (completed.stderr.strip().splitlines() or ["?"])[-1])
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    seconds = report["seconds"]
+    # the rest of the ingest transaction (run row, commit), and everything outside the
+    # ingest and the stages (interpreter, imports, creating the store, printing the JSON)
+    seconds["commit"] = seconds["ingest"] - seconds["hash"] - seconds["parse"] - seconds["link"]
+    seconds["start"] = wall - seconds["ingest"] - seconds["stages"]
+    return Measured(wall, report["peak_rss_mib"], seconds)
+
+
+def measure_script(python: str, script: str, trace: Path) -> Measured:
+    completed, wall = run([python, "-c", script + PEAK, str(trace)])
+    if completed.returncode != 0:
+        return Measured(None, None, {}, (completed.stderr.strip().splitlines() or ["?"])[-1][:80])
     lines = completed.stdout.strip().splitlines()
-    return float(lines[-2]), int(lines[-1]) / 1024, f"process wall {wall:.1f} s"
+    return Measured(wall, int(lines[-1]) / 1024, {"inner": float(lines[-2])})
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{value:.1f}" for value in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=5_000_000)
-    parser.add_argument("--work", type=Path, default=None, help="folder for the trace")
+    parser.add_argument("--kernels", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--traces", nargs="+", default=[*REAL_TRACES, "synthetic"],
+                        choices=[*REAL_TRACES, "synthetic"])
+    parser.add_argument("--work", type=Path, default=None, help="folder for the traces")
     parser.add_argument("--hta-python", default=None,
-                        help="python with holistictraceanalysis installed")
-    parser.add_argument("--skip-json", action="store_true")
-    parser.add_argument("--keep", action="store_true", help="keep the generated trace")
+                        help="python with HolisticTraceAnalysis installed")
+    parser.add_argument("--others-max-mib", type=float, default=1200,
+                        help="run json.load and HTA only on files up to this size")
+    parser.add_argument("--tracekit-max-mib", type=float, default=float("inf"),
+                        help="skip inputs larger than this altogether")
+    parser.add_argument("--keep", action="store_true", help="keep the generated traces")
     options = parser.parse_args()
     work = options.work or Path(tempfile.mkdtemp(prefix="tracekit-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    trace = work / "bench.pt.trace.json"
-    started = time.perf_counter()
-    kernels = write_trace(trace, options.events)
-    size = trace.stat().st_size
-    print(f"trace: {trace} {size / 2**20:.0f} MiB, ~{options.events:,} events, {kernels:,} "
-          f"kernels, written in {time.perf_counter() - started:.1f} s", flush=True)
-    contenders = [("tracekit ingest (SQLite store)", sys.executable, TRACEKIT,
-                   (str(trace), str(work / "store.db")))]
-    if options.hta_python:
-        contenders.append(("HolisticTraceAnalysis load", options.hta_python, HTA, (str(trace),)))
-    if not options.skip_json:
-        contenders.append(("json.load", sys.executable, JSON_LOAD, (str(trace),)))
-    print(f"| {'reader':32} | {'seconds':>8} | {'peak RSS MiB':>12} | note")
-    print(f"|{'-' * 34}|{'-' * 10}|{'-' * 14}|------")
-    for label, python, script, args in contenders:
-        seconds, peak, note = measure(python, script, *args)
-        shown = f"{seconds:8.1f}" if seconds is not None else "  failed"
-        rss = f"{peak:12.0f}" if peak > 0 else "   (see note)"
-        print(f"| {label:32} | {shown} | {rss} | {note}", flush=True)
-    if not options.keep:
-        shutil.rmtree(work, ignore_errors=True)
+    print(f"started {time.strftime('%Y-%m-%d %H:%M')}, load average {load_average()}, "
+          f"{os.cpu_count()} CPUs", flush=True)
+    print("| input | kernels | MiB | tool | wall s | peak RSS MiB | "
+          + " | ".join(STAGE_COLUMNS) + " | wall / json.load |")
+    print("|---|---:|---:|---|---:|---:|" + "---:|" * len(STAGE_COLUMNS) + "---:|", flush=True)
+    try:
+        for name in options.traces:
+            for kernels in options.kernels:
+                trace, actual = make_input(name, kernels, work)
+                size = trace.stat().st_size / 2**20
+                if size > options.tracekit_max_mib:
+                    continue
+                results = {"tracekit analyze": measure_tracekit(trace, work)}
+                if size <= options.others_max_mib:
+                    results["json.load"] = measure_script(sys.executable, JSON_LOAD, trace)
+                    if options.hta_python:
+                        results["HTA TraceAnalysis"] = measure_script(options.hta_python, HTA,
+                                                                      trace)
+                baseline = results.get("json.load")
+                for tool, measured in results.items():
+                    stages = " | ".join(
+                        f"{measured.stages[c]:.1f}" if tool == "tracekit analyze" and
+                        c in measured.stages else "" for c in STAGE_COLUMNS)
+                    ratio = (f"{measured.wall / baseline.wall:.2f}"
+                             if baseline and baseline.wall and measured.wall else "")
+                    wall = f"{measured.wall:.1f}" if measured.wall else f"failed: {measured.note}"
+                    peak = f"{measured.peak_mib:,.0f}" if measured.peak_mib else ""
+                    print(f"| {name} | {actual:,} | {size:,.0f} | {tool} | {wall} | {peak} | "
+                          f"{stages} | {ratio} |", flush=True)
+                if not options.keep:
+                    trace.unlink()
+    finally:
+        print(f"ended {time.strftime('%Y-%m-%d %H:%M')}, load average {load_average()}",
+              flush=True)
+        if not options.keep and options.work is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
