@@ -17,7 +17,8 @@ from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers import json_chunks, kineto_json
 from tracekit.store import open_store
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "h200" / "torch-trace.pt.trace.json.gz"
+FIXTURE = (Path(__file__).resolve().parent.parent / "fixtures" / "h200"
+           / "torch-trace.pt.trace.json.gz")
 TABLES = ("kernels", "cpu_ops", "runtime_calls", "memory_ops", "nvtx_ranges", "processes",
           "threads", "devices", "kernel_names", "api_names")
 

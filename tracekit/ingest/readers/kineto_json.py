@@ -1,10 +1,18 @@
-"""Read PyTorch profiler (Kineto) Chrome-trace JSON into the store, streamed.
+"""Read PyTorch profiler (Kineto) Chrome-trace JSON into the store, in bounded chunks.
 
-Kineto traces reach gigabytes, so the file is never loaded whole: decompressed chunks go
-through ijson's C parser, which hands over one event dict at a time; rows are staged in
-temporary tables in chunks (``tracekit.ingest.staging``) and finished in SQL. Memory is
-bounded by one chunk of rows plus the per-run lookup dicts (unique kernel/API names,
-processes, threads), whatever the file size.
+Kineto traces reach gigabytes, so the file is never loaded whole. The events array is cut
+into chunks of a few MiB of whole events (``json_chunks``: cuts at a ``{`` after a newline or
+a comma, each verified by the parse itself) and each chunk is decoded by msgspec into typed
+records holding only the fields and args this reader uses (``kineto_events``); on a real
+vLLM trace most events are ``python_function`` frames that are only counted, and most bytes
+are args nobody reads. Counting categories and picking the events with a role happen in C
+(``map``, ``Counter``, ``compress``); CPU ops and runtime calls, the bulk of what is kept,
+become rows a column at a time. A layout that cannot be cut (no element boundary within
+``json_chunks.GROW_LIMIT``, an events array that is not at the top of the first bytes, an
+odd ending) is read from where the chunks stopped by ijson's streaming C parser, event by
+event, as before. Rows are staged in temporary tables (``tracekit.ingest.staging``) and
+finished in SQL. Memory is bounded by a chunk or two of bytes and records, one chunk of staged
+rows per table and the per-run lookup dicts (unique kernel/API names, processes, threads).
 
 Top-level keys (``deviceProperties``, ``distributedInfo``, ``baseTimeNanoseconds`` …) may
 sit before or after ``traceEvents`` (Kineto writes the base at the end in some versions;
@@ -14,9 +22,11 @@ events; only when that fails does a second, slower pass over the file find them.
 
 Times: ``ts``/``dur`` are µs decimals with ns resolution and must stay exact. Kineto's
 times relative to ``baseTimeNanoseconds`` (weeks in µs) survive a float parse: below 2^41 µs
-``round(ts * 1000)`` is the written value, below 2^43 µs ``repr`` gives it back. Old traces
-with epoch µs (~1.7e15) do not, so a file whose first ``ts`` is that large is parsed with
-``Decimal`` instead (slower, exact). end = ns(ts) + ns(dur), both exact. Stored times are ns
+``round(ts * 1000)`` is the written value (numpy's ``rint`` of the same product, for a column
+of them), below 2^43 µs ``repr`` gives it back. Old traces with epoch µs (~1.7e15) do not, so
+a file whose first ``ts`` is that large is parsed with ``Decimal`` instead (slower, exact;
+msgspec's ``float_hook`` and ijson's ``use_float=False`` give the same values). end =
+ns(ts) + ns(dur), both exact. Stored times are ns
 relative to the run's time base (see ``parsers/kineto-json.toml``).
 
 Links made here, once:
@@ -349,7 +359,7 @@ class KinetoReader(TraceRows):
         key = self.kernel_key(_name(event, "<unnamed kernel>"))
         start, end = self._times(event)
         # device, stream, correlation, registers, shared memory, External id, graph node/id
-        values = self.kernel_args(args)
+        values: Any = self.kernel_args(args)
         if None in values and self.kernel_alternatives:
             values = [value if value is not None else pick(args, keys)
                       for value, keys in zip(values, self.kernel_arg_keys, strict=True)]
