@@ -27,6 +27,7 @@ import json
 import shutil
 import sqlite3
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -122,7 +123,7 @@ def replicate_kineto(source: Path, target: Path, copies: int, *, keep_ids: bool 
             out.write('"traceEvents": ')
         out.write("[\n")
         first = True
-        for event in [*metadata, *_copies(timed, copies, keep_ids)]:
+        for event in chain(metadata, _copies(timed, copies, keep_ids)):
             if not first:
                 out.write(",\n")
             out.write(json.dumps(event))
