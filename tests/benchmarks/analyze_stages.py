@@ -7,7 +7,7 @@ command's own); also by hand::
 
 Prints one JSON object on the last line of stdout: seconds per stage (wall clock; a stage
 called twice adds up), ``total`` from interpreter start to the end of the command (imports
-included), and ``peak_rss_mib`` (``ru_maxrss``). The stages are the real functions of the
+included), ``peak_rss_mib`` (``ru_maxrss``) and the peak when each stage had returned. The stages are the real functions of the
 command, wrapped; nothing else changes.
 """
 
@@ -37,6 +37,8 @@ STAGES = (
     ("tracekit.analysis", "run_stages", "stages"),
 )
 SECONDS: defaultdict[str, float] = defaultdict(float)
+#: the process's peak RSS (MiB) when each stage had returned: which stage raised the peak
+PEAK_AFTER: dict[str, float] = {}
 
 
 def _timed(function: Callable[..., Any], label: str) -> Callable[..., Any]:
@@ -46,7 +48,12 @@ def _timed(function: Callable[..., Any], label: str) -> Callable[..., Any]:
             return function(*args, **kwargs)
         finally:
             SECONDS[label] += time.perf_counter() - started
+            PEAK_AFTER[label] = _peak_mib()
     return wrapper
+
+
+def _peak_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _owner(dotted: str) -> Any:
@@ -78,9 +85,9 @@ def main() -> None:
         if exit_.code not in (0, None):
             raise
     SECONDS["total"] = time.perf_counter() - STARTED
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     sys.stdout.flush()
-    print("\n" + json.dumps({"seconds": dict(SECONDS), "peak_rss_mib": round(peak, 1)}))
+    print("\n" + json.dumps({"seconds": dict(SECONDS), "peak_rss_mib": _peak_mib(),
+                             "peak_rss_mib_after": PEAK_AFTER}))
 
 
 if __name__ == "__main__":
