@@ -80,9 +80,21 @@ def both_ways(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     return chunked, streamed
 
 
-def fixture_document() -> dict[str, Any]:
+def fixture_document(shift_us: float = 0.0) -> dict[str, Any]:
+    """The H200 fixture, its times moved by ``shift_us``. Its times (5.2·10^12 µs) are beyond
+    2^41 µs, where times are converted one event at a time; shifted to 1.2·10^12 µs (like the
+    B200 trace) a column of them goes through numpy."""
     with gzip.open(FIXTURE, "rt", encoding="utf-8") as stream:
-        return json.load(stream)  # type: ignore[no-any-return]
+        document = json.load(stream)
+    if shift_us:
+        for event in document["traceEvents"]:
+            if isinstance(event, dict) and isinstance(event.get("ts"), float):
+                event["ts"] = round(event["ts"] + shift_us, 3)
+    return document  # type: ignore[no-any-return]
+
+
+#: moves the fixture's times below 2^41 µs (the column-at-a-time conversion)
+BELOW_2_41 = -4e12
 
 
 def oddities(events: list[dict[str, Any]]) -> list[Any]:
@@ -136,12 +148,13 @@ def chunk_bytes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return int(request.param)
 
 
+@pytest.mark.parametrize("shift_us", [0.0, BELOW_2_41], ids=["times-5e12", "times-1e12"])
 @pytest.mark.parametrize("layout", ["pretty", "one-line", "compact", "bare-list", "keys-after",
                                     "one-event-per-line"])
 def test_chunked_equals_streamed_in_every_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 chunk_bytes: int, layout: str,
+                                                 chunk_bytes: int, layout: str, shift_us: float,
                                                  paths: Paths) -> None:
-    document = fixture_document()
+    document = fixture_document(shift_us)
     document["traceEvents"] = oddities(document["traceEvents"])
     trace = write_layouts(tmp_path, document)[layout]
     chunked, streamed = both_ways(trace, tmp_path, monkeypatch)
@@ -234,3 +247,43 @@ def test_decode_is_verified_not_trusted() -> None:
     assert decode(b'[{"a": [{"b": 1}') is None
     assert decode(b'[{"name": "x}, {"]') is None
     assert decode(b'[{"ph": "X"}, 1, "s"]')[1] == 3  # three elements, one record
+
+
+def test_numbers_beyond_64_bits_are_refused_in_one_line(tmp_path: Path,
+                                                        chunk_bytes: int) -> None:
+    """msgspec reads integers of any size (ijson's float mode refused them as invalid JSON);
+    a time that large cannot be stored: one clear error, not a crash in numpy."""
+    document = fixture_document(BELOW_2_41)
+    events = document["traceEvents"]
+    op = next(e for e in events if e.get("cat") == "cpu_op")
+    events.insert(len(events) // 2, {**op, "dur": 10**400})
+    trace = tmp_path / "huge.json"
+    trace.write_text(json.dumps(document))
+    store = open_store(str(tmp_path / "s.db"))
+    with pytest.raises(InputError, match="does not fit in 64 bits"):
+        ingest(store, [trace])
+    store.dispose()
+
+
+def test_times_of_a_column_equal_times_of_each_event() -> None:
+    """The numpy conversion (``_times_of``) gives exactly ``round(ts * 1000)`` and
+    ``round(dur * 1000)`` for every float below 2^41 µs, whatever its magnitude and sign."""
+    import random
+
+    types = kineto_json.EventTypes(["External id"], exact=False)
+    generator = random.Random(13)
+    values = [0.0, -0.0, 0.0005, 0.0015, 0.0025, -0.0025, 1.0005, 2.0**41 - 0.001,
+              -(2.0**41) + 0.001, 1e-9, 123.4565]
+    for digits in range(0, 13):
+        for _ in range(300):
+            whole = generator.randrange(10**digits)
+            values.append(round(whole + generator.randrange(1000) / 1000, 3)
+                          * generator.choice((1, -1)))
+            values.append(whole + generator.random())  # more digits than ns
+    events = [types.event_type(ph="X", ts=value, dur=values[-1 - index] if index % 3 else
+                               generator.randrange(10**6))
+              for index, value in enumerate(values)]
+    reader = kineto_json.KinetoReader.__new__(kineto_json.KinetoReader)
+    starts, ends = reader._times_of(events)
+    expected = [reader._times(event) for event in events]
+    assert list(zip(starts, ends, strict=True)) == expected

@@ -528,7 +528,10 @@ class KinetoReader(TraceRows):
         durs = [d or 0 for d in map(_DUR, events)]
         if _all_of_type(ts, float) and _types_in(durs, _NUMBERS):
             starts = np.array(ts, dtype=np.float64)
-            lengths = np.array(durs, dtype=np.float64)
+            try:
+                lengths = np.array(durs, dtype=np.float64)
+            except OverflowError:  # an int dur beyond any float: event by event
+                lengths = np.array([np.inf])
             if (np.abs(starts).max() < FLOAT_EXACT_US
                     and np.abs(lengths).max() < FLOAT_EXACT_US):
                 start_ns = np.rint(starts * 1000).astype(np.int64)
