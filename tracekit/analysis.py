@@ -11,13 +11,16 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
 from tracekit.ingest.pipeline import IngestResult, ingest
 from tracekit.report.document import build_document
 from tracekit.store.db import Store
+
+if TYPE_CHECKING:
+    from tracekit.phases.markers import StepInfo
 
 
 @dataclass
@@ -34,6 +37,8 @@ class AnalysisOptions:
     work_dir: Path | None = None
     allow_no_kernels: bool = False
     unknown_threshold: float = 0.2
+    #: find a stored run by content hash only, not by path and file signature
+    rehash: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -65,9 +70,11 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> An
     """Ingest ``paths`` (or find them in the store) and run every analysis stage."""
     from tracekit.phases.stage import IngestTimeSteps
 
+    steps = IngestTimeSteps()
     ingested: IngestResult = ingest(store, paths, work_dir=options.work_dir,
                                     allow_no_kernels=options.allow_no_kernels,
-                                    label=options.label, step_attribution=IngestTimeSteps())
+                                    label=options.label, step_attribution=steps,
+                                    side_reads=True, rehash=options.rehash)
     if ingested.existing:
         if options.label:
             with store.begin() as connection:
@@ -79,18 +86,22 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> An
                 document = build_document(connection, ingested.run_id)
             document["warnings"] = []
             return AnalysisResult(ingested.run_id, True, document)
+    fresh = not ingested.existing
     document = run_stages(store, ingested.run_id, options,
-                          steps_from_ingest=ingested.steps_attributed and not ingested.existing)
+                          steps_from_ingest=ingested.steps_attributed and fresh,
+                          marker_infos=steps.marker_infos if fresh else None)
     return AnalysisResult(ingested.run_id, ingested.existing, document)
 
 
 def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
-               steps_from_ingest: bool = False) -> dict[str, Any]:
+               steps_from_ingest: bool = False,
+               marker_infos: dict[str, StepInfo] | None = None) -> dict[str, Any]:
     """Classification, phases and findings for one run, in one transaction.
 
     ``steps_from_ingest``: the ingest just made the marker steps and attributed kernels to
     them as it copied them; the phases stage only completes that work, and the per-name
     groups are summed meanwhile on a second connection (kept unless phases rewrote kernels).
+    ``marker_infos``: the marker texts the ingest already found.
     """
     from tracekit.aggregate import GroupsInBackground, refresh_kernel_groups, write_kernel_groups
     from tracekit.classify import load_ruleset
@@ -111,7 +122,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                 "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
         classify_run(connection, run_id, ruleset, arch=arch)
-        phases = attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest)
+        phases = attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest,
+                                  marker_infos=marker_infos)
         if isinstance(groups, GroupsInBackground) and not phases.kernels_rewritten:
             write_kernel_groups(connection, run_id, groups.rows())
         else:

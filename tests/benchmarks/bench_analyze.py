@@ -161,23 +161,42 @@ def profile(trace: Path, store_path: Path, slowest: float = 0.5) -> None:
 
     def timed_call(function, label):  # type: ignore[no-untyped-def]
         def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 return function(*args, **kwargs)
             finally:
-                print(f"{time.perf_counter() - started:7.2f} s  {label}", file=sys.stderr)
+                print(f"{time.perf_counter() - started:7.2f} s  {label} "
+                      f"(process CPU {time.process_time() - cpu:.2f} s)", file=sys.stderr)
         return wrapper
 
     @event.listens_for(Engine, "before_cursor_execute")
     def _start(conn, _cursor, _statement, _params, _context, _many):  # type: ignore[no-untyped-def]
-        conn.info.setdefault("started", []).append(time.perf_counter())
+        conn.info.setdefault("started", []).append((time.perf_counter(), time.thread_time()))
 
     @event.listens_for(Engine, "after_cursor_execute")
     def _stop(conn, _cursor, statement, _params, _context, _many):  # type: ignore[no-untyped-def]
-        elapsed = time.perf_counter() - conn.info["started"].pop()
+        wall, cpu = conn.info["started"].pop()
+        elapsed = time.perf_counter() - wall
         if elapsed >= slowest:
-            print(f"{elapsed:7.2f} s    SQL {' '.join(statement.split())[:110]}", file=sys.stderr)
+            print(f"{elapsed:7.2f} s    SQL (CPU {time.thread_time() - cpu:5.2f} s) "
+                  f"{' '.join(statement.split())[:100]}", file=sys.stderr)
 
+    from tracekit.ingest import side
+
+    def side_job(original):  # type: ignore[no-untyped-def]
+        def wrapper(self, job):  # type: ignore[no-untyped-def]
+            wall, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return original(self, job)
+            finally:
+                elapsed = time.perf_counter() - wall
+                if elapsed >= slowest:
+                    name = getattr(job, "__qualname__", "job")
+                    print(f"{elapsed:7.2f} s    side connection (CPU "
+                          f"{time.thread_time() - cpu:5.2f} s) {name}", file=sys.stderr)
+        return wrapper
+
+    side.SideWork._run = side_job(side.SideWork._run)  # type: ignore[method-assign]
     analysis.ingest = timed_call(analysis.ingest, "ingest (one transaction, commit included)")
     analysis.run_stages = timed_call(analysis.run_stages, "stages")
     stage.attribute_phases = timed_call(stage.attribute_phases, "  phases")
@@ -185,9 +204,11 @@ def profile(trace: Path, store_path: Path, slowest: float = 0.5) -> None:
     for leftover in store_path.parent.glob(store_path.name + "*"):
         leftover.unlink()
     store = open_store(str(store_path))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     analysis.analyze(store, [trace], analysis.AnalysisOptions())
-    print(f"{time.perf_counter() - started:7.2f} s  analyze, in process", file=sys.stderr)
+    print(f"{time.perf_counter() - started:7.2f} s  analyze, in process (process CPU "
+          f"{time.process_time() - cpu:.2f} s, load average {os.getloadavg()[0]:.1f})",
+          file=sys.stderr)
     store.dispose()
 
 
@@ -198,8 +219,12 @@ def main() -> None:
     parser.add_argument("--skip-nsys", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="instead of the table: where analyze spends its time")
+    parser.add_argument("--trace", type=Path, help="with --profile: this export instead")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.profile and args.trace:
+        profile(args.trace, args.out / f"profile-{args.trace.stem}.db")
+        return
     if args.profile:
         for count in args.kernels:
             trace = args.out / f"bench-{count}.sqlite"

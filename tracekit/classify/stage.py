@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from tracekit.classify import classify_name, classify_names
 from tracekit.classify.model import NameEvidence, RuleSet
+from tracekit.store.counts import run_counts
 from tracekit.store.schema import Classification as ClassificationRow
 from tracekit.store.schema import Device, KernelMetric, KernelName
 
@@ -42,8 +43,10 @@ def _op_dtypes(connection: Connection, run_id: int
 
     Follows ``kernels.cpu_op_id`` (resolved at ingest). ``CROSS JOIN`` keeps the run's kernels
     the outer loop on SQLite, each op and its name count one key search: linear whatever the
-    tables hold.
+    tables hold. A run without CPU ops (every nsys export) skips the pass over its kernels.
     """
+    if run_counts(connection, run_id)["cpu_ops"] == 0:
+        return {}
     params = {"run_id": run_id}
     connection.execute(sa.text("DROP TABLE IF EXISTS tk_op_names"))
     connection.execute(sa.text(

@@ -31,10 +31,13 @@ from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json,
               help="Also write the HTML report to this file.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding at or above this severity exists.")
+@click.option("--rehash", is_flag=True,
+              help="Recognize a stored trace by its content hash only (by default the same "
+                   "path with unchanged size, time and inode is the stored run).")
 def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
             expect: str | None, gpu: str | None, logs: tuple[Path, ...],
             rules_dirs: tuple[Path, ...], label: str | None, as_json: bool,
-            html_path: Path | None, fail_on: str | None) -> None:
+            html_path: Path | None, fail_on: str | None, rehash: bool) -> None:
     """Analyze trace FILES: which arithmetic each GEMM ran, per phase, with a verdict.
 
     FILES: an Nsight Systems report (.nsys-rep, .qdstrm, SQLite export), a torch profiler
@@ -55,7 +58,7 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
         fail(f"cannot write the report {html_path}: folder {html_path.absolute().parent} "
              "does not exist")
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
-                              rules_dirs=rules_dirs, label=label)
+                              rules_dirs=rules_dirs, label=label, rehash=rehash)
     if fail_on:
         # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
         # expectation that cannot be read is bad usage (without it, a warning).

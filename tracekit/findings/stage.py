@@ -27,8 +27,8 @@ from tracekit.findings.engine import (
     evaluate,
     verdict_sentences,
 )
+from tracekit.store.counts import run_counts
 from tracekit.store.schema import (
-    NVTX_RANGE_KINDS,
     Classification,
     Device,
     KernelGroup,
@@ -40,8 +40,6 @@ from tracekit.store.schema import (
 from tracekit.store.schema import Finding as FindingRow
 from tracekit.vocabulary import GEMM_OPS
 
-# Marks count here: any NVTX event proves the markers reached nsys (nvtx-ranges-lost).
-_RANGE_KINDS = (*NVTX_RANGE_KINDS, "mark")
 # Type words that, in an attention kernel's name, mean it reads a quantized KV cache
 # (FlashInfer BatchDecode…<__nv_fp8_e4m3, …>, FlashAttention-3 float_e4m3_t, TRT-LLM XQA fp8).
 _KV_NAME_WORDS = ("fp8", "e4m3", "e5m2", "fp4", "e2m1", "int8")
@@ -302,19 +300,19 @@ def _step_counts(connection: Connection, run_id: int) -> tuple[int, int]:
 
 
 def _nvtx(connection: Connection, run_id: int) -> tuple[tuple[str, ...], int]:
-    domain_name = func.coalesce(NvtxRange.domain, NvtxRange.text)
-    domains = (
-        connection.execute(
+    """The run's NVTX domain names and its count of ranges and marks (marks count: any NVTX
+    event proves the markers reached nsys, see nvtx-ranges-lost).
+
+    Counts come from ``run_counts``; the domains' rows are found through the partial index
+    on domain creations, without reading the run's other events.
+    """
+    counts = run_counts(connection, run_id)
+    domains: list[str] = []
+    if counts["nvtx_domains"]:
+        domain_name = func.coalesce(NvtxRange.domain, NvtxRange.text)
+        domains = list(connection.execute(
             select(domain_name)
             .where(NvtxRange.run_id == run_id, NvtxRange.kind == "domain_create")
-            .group_by(domain_name)
-        )
-        .scalars()
-        .all()
-    )
-    ranges = connection.execute(
-        select(func.count())
-        .select_from(NvtxRange)
-        .where(NvtxRange.run_id == run_id, NvtxRange.kind.in_(_RANGE_KINDS))
-    ).scalar_one()
-    return tuple(str(d) for d in domains if d is not None), int(ranges)
+            .group_by(domain_name)).scalars().all())
+    return (tuple(str(d) for d in domains if d is not None),
+            counts["nvtx_ranges"] + counts["nvtx_marks"])

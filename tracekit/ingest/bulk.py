@@ -77,31 +77,62 @@ class BulkCopier:
             insert_rows(self.connection, table, columns, rows)
             total += len(rows)
 
+    def temp_rows(self, table: str, columns: Sequence[str],
+                  rows: Sequence[Sequence[Any]]) -> None:
+        """A TEMP table ``table(columns)`` holding ``rows``, where the source SELECTs run.
+
+        For small lists computed elsewhere (a side connection's distinct keys): the columns
+        have no declared type, so values keep exactly the type the source gave them.
+        """
+        self.prepare(f"DROP TABLE IF EXISTS temp.{table}")
+        self.prepare(f"CREATE TEMP TABLE {table} ({', '.join(columns)})")
+        if not rows:
+            return
+        placeholders = ", ".join(f":c{index}" for index in range(len(columns)))
+        statement = f"INSERT INTO temp.{table} VALUES ({placeholders})"
+        values = [{f"c{i}": value for i, value in enumerate(row)} for row in rows]
+        if self._side is not None:
+            self._side.executemany(statement, values)
+        else:
+            self.connection.execute(text(statement), values)
+
     def mirror_lookup(self, table: str, columns: Sequence[str],
                       rows: Iterable[Sequence[Any]], *, unique_key: bool = False) -> None:
-        """Make a small store table's rows visible to SELECTs on the side connection.
-
-        The first two columns are indexed (``unique_key``: they identify a row). Without
-        statistics SQLite's planner believes what the index says: a non-unique one made it
-        loop over the names and scan the kernel table once per name.
-        """
+        """Make a small store table's rows visible to SELECTs on the side connection."""
         if self._side is None:
             return
-        # Declared types matter: a column without affinity compared with an INTEGER one
-        # cannot be searched through its index, and every kernel would scan the lookup.
-        declared = ", ".join(f"{column} {'TEXT' if column in TEXT_COLUMNS else 'INTEGER'}"
-                             for column in columns)
-        self._side.execute(f"DROP TABLE IF EXISTS main.{table}")
-        self._side.execute(f"CREATE TABLE main.{table} ({declared})")
-        placeholders = ", ".join("?" for _ in columns)
-        self._side.executemany(f"INSERT INTO main.{table} VALUES ({placeholders})", rows)
-        self._side.execute(f"CREATE {'UNIQUE ' if unique_key else ''}INDEX main.ix_{table} "
-                           f"ON {table} ({columns[0]}, {columns[1]})")
+        mirror_table(self._side, table, columns, rows, unique_key=unique_key)
 
     def close(self) -> None:
         """Release the side connection."""
         if self._side is not None:
             self._side.close()
+
+
+def mirror_table(connection: sqlite3.Connection, table: str, columns: Sequence[str],
+                 rows: Iterable[Sequence[Any]], *, unique_key: bool = False) -> None:
+    """Copy a small lookup's rows into ``main.<table>`` of a private SQLite connection.
+
+    The first two columns are indexed (``unique_key``: they identify a row). Without
+    statistics SQLite's planner believes what the index says: a non-unique one made it
+    loop over the names and scan the kernel table once per name.
+    """
+    # Declared types matter: a column without affinity compared with an INTEGER one
+    # cannot be searched through its index, and every kernel would scan the lookup.
+    declared = ", ".join(f"{column} {'TEXT' if column in TEXT_COLUMNS else 'INTEGER'}"
+                         for column in columns)
+    connection.execute(f"DROP TABLE IF EXISTS main.{table}")
+    connection.execute(f"CREATE TABLE main.{table} ({declared})")
+    placeholders = ", ".join("?" for _ in columns)
+    # One transaction: a connection in autocommit mode would commit (and sync) every row.
+    own = not connection.in_transaction
+    if own:
+        connection.execute("BEGIN")
+    connection.executemany(f"INSERT INTO main.{table} VALUES ({placeholders})", rows)
+    connection.execute(f"CREATE {'UNIQUE ' if unique_key else ''}INDEX main.ix_{table} "
+                       f"ON {table} ({columns[0]}, {columns[1]})")
+    if own:
+        connection.execute("COMMIT")
 
 
 def _lenient_text(value: bytes) -> str:

@@ -1,9 +1,13 @@
 """Ingest input files into the store as one run, atomically and at most once.
 
 1. check and detect each input (content, not extension);
-2. convert containers (.qdstrm, .nsys-rep) with NVIDIA's tools into a work folder;
-3. hash the original inputs: the same bytes ingested twice give back the existing run;
-4. in ONE transaction: insert the run row, let the reader copy the records, commit.
+2. a run made from the same path whose files still have the same device, inode, size and
+   modification time is given back at once (``tracekit.ingest.identity``; ``rehash``
+   checks the content instead);
+3. convert containers (.qdstrm, .nsys-rep) with NVIDIA's tools into a work folder;
+4. in ONE transaction: insert the run row, let the reader copy the records while the
+   inputs are hashed on a thread, then — under the write lock — give back the run that
+   already holds the same bytes (nothing is kept), or record the hash and commit.
    Any failure rolls everything back; a killed process leaves an uncommitted transaction
    that the database discards.
 """
@@ -12,16 +16,16 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import hashlib
 import importlib
 import tempfile
+import uuid
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from tracekit import __version__
@@ -29,12 +33,20 @@ from tracekit.errors import InputError, StoreError
 from tracekit.ingest.bulk import BulkCopier, source_uri
 from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
 from tracekit.ingest.detect import detect_file
+from tracekit.ingest.identity import (
+    BackgroundHash,
+    find_run,
+    find_run_by_stat,
+    sha256_of,
+    stat_signature,
+)
 from tracekit.ingest.reader import IngestContext, StepAttribution
+from tracekit.ingest.side import SideWork
 from tracekit.ingest.spec import FormatSpec
+from tracekit.store.counts import record_counts
 from tracekit.store.db import Store
 from tracekit.store.schema import Run
 
-HASH_CHUNK = 4 * 1024 * 1024
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
 SQLITE_SOURCE_READERS = {"nsys_sqlite"}
 
@@ -62,18 +74,6 @@ class IngestResult:
     existing: bool
     format: str
     steps_attributed: bool = False
-
-
-def sha256_of(paths: Sequence[Path]) -> str:
-    """Content hash of the inputs (streamed; a folder hashes its files in name order)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with path.open("rb") as stream:
-            while chunk := stream.read(HASH_CHUNK):
-                digest.update(chunk)
-        if len(paths) > 1:
-            digest.update(path.name.encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
 
 
 def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
@@ -114,11 +114,6 @@ def _convert(spec: FormatSpec, files: list[Path], work_dir: Path) -> tuple[Forma
             files = [nsys_rep_to_sqlite(files[0], work_dir)]
         spec = detect_file(files[0])
     return spec, files
-
-
-def find_run(connection: Connection, sha256: str) -> int | None:
-    """The id of the run already ingested from these exact bytes."""
-    return connection.execute(select(Run.id).where(Run.sha256 == sha256)).scalar()
 
 
 @contextmanager
@@ -162,65 +157,125 @@ def _ingest_transaction(
 
 def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None,
            allow_no_kernels: bool = False, label: str | None = None,
-           step_attribution: StepAttribution | None = None) -> IngestResult:
+           step_attribution: StepAttribution | None = None,
+           side_reads: bool = False, rehash: bool = False) -> IngestResult:
     """Ingest ``inputs`` as one run, or return the run that already holds them.
 
     ``step_attribution`` lets a reader attribute kernels to engine steps as it copies them
-    (the result says whether it did).
+    (the result says whether it did). ``side_reads``: a reader of a SQLite source may read
+    it on a second connection and core while it copies (``tracekit.ingest.side``).
+    ``rehash``: recognize a stored run by the inputs' content hash only, never by their
+    path and file signature.
     """
     files = expand_inputs(inputs)
     spec = detect_inputs(files)
-    digest = sha256_of(files)
-    with store.connect() as connection:
-        existing = find_run(connection, digest)
+    origin = Origin(str(Path(inputs[0]).absolute()), stat_signature(files))
+    if rehash:
+        origin.digest = sha256_of(files)
+        with store.connect() as connection:
+            existing = find_run(connection, origin.digest)
+    else:
+        with store.connect() as connection:
+            existing = find_run_by_stat(connection, origin.path, origin.signature)
     if existing is not None:
         return IngestResult(existing, True, spec.id)
     display = str(inputs[0]) if len(inputs) == 1 else f"{inputs[0]} (+{len(inputs) - 1})"
-    with tempfile.TemporaryDirectory(prefix="tracekit-") as scratch:
-        spec_read, readable = _convert(spec, files, work_dir or Path(scratch))
-        reader = importlib.import_module(f"tracekit.ingest.readers.{spec_read.reader}")
-        source = readable[0] if spec_read.reader in SQLITE_SOURCE_READERS else None
-        try:
-            with _ingest_transaction(store, source) as (connection, copier):
-                run_id = connection.execute(insert(Run).values(
-                    source_path=str(Path(inputs[0]).absolute()), sha256=digest, format=spec.id,
-                    producer=spec.producer, tracekit_version=__version__,
-                    created_at=dt.datetime.now(dt.timezone.utc), label=label, status="complete",
-                )).inserted_primary_key[0]  # type: ignore[index]
-                ctx = IngestContext(connection=connection, run_id=run_id, spec=spec_read,
-                                    paths=readable, display_name=display,
-                                    allow_no_kernels=allow_no_kernels,
-                                    step_attribution=step_attribution)
-                if copier is not None:
-                    ctx.copier = copier
-                info = reader.ingest(ctx)
+    hashing = BackgroundHash(files) if origin.digest is None else None
+    side: SideWork | None = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="tracekit-") as scratch:
+            spec_read, readable = _convert(spec, files, work_dir or Path(scratch))
+            source = readable[0] if spec_read.reader in SQLITE_SOURCE_READERS else None
+            side = SideWork(source) if side_reads and source is not None else None
+            result = _ingest_run(store, spec, spec_read, readable, source, side, origin,
+                                 hashing, display, label, allow_no_kernels, step_attribution)
+    finally:
+        if side is not None:
+            side.close(interrupt=True)
+        if hashing is not None:
+            hashing.cancel()
+    return result
+
+
+@dataclass
+class Origin:
+    """Where a run comes from: the input path, its files' signature, their content hash."""
+
+    path: str
+    signature: str
+    digest: str | None = None
+
+
+class _AlreadyStored(Exception):
+    """Raised inside the ingest transaction (to roll it back): these bytes are run ``run_id``."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
+def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable: list[Path],
+                source: Path | None, side: SideWork | None, origin: Origin,
+                hashing: BackgroundHash | None, display: str, label: str | None,
+                allow_no_kernels: bool, step_attribution: StepAttribution | None
+                ) -> IngestResult:
+    """The ingest transaction: the run row, the reader's copy, the hash check, the commit."""
+    reader = importlib.import_module(f"tracekit.ingest.readers.{spec_read.reader}")
+    try:
+        with _ingest_transaction(store, source) as (connection, copier):
+            # Until the hash is known the run holds a placeholder (unique, like the hash).
+            run_id = connection.execute(insert(Run).values(
+                source_path=origin.path, sha256=origin.digest or f"pending-{uuid.uuid4().hex}",
+                source_stat=origin.signature, format=spec.id, producer=spec.producer,
+                tracekit_version=__version__, created_at=dt.datetime.now(dt.timezone.utc),
+                label=label, status="complete",
+            )).inserted_primary_key[0]  # type: ignore[index]
+            ctx = IngestContext(connection=connection, run_id=run_id, spec=spec_read,
+                                paths=readable, display_name=display,
+                                allow_no_kernels=allow_no_kernels,
+                                step_attribution=step_attribution, side=side)
+            if copier is not None:
+                ctx.copier = copier
+            info = reader.ingest(ctx)
+            connection.execute(update(Run).where(Run.id == run_id).values(
+                producer=info.producer or spec.producer,
+                producer_version=info.producer_version,
+                schema_version=info.schema_version, meta_json=info.meta_json))
+            record_counts(connection, run_id, info.counts)
+            if hashing is not None:
+                origin.digest = hashing.result()
+                # The write lock is held: every committed run is visible here.
+                existing = find_run(connection, origin.digest)
+                if existing is not None:
+                    raise _AlreadyStored(existing)
                 connection.execute(update(Run).where(Run.id == run_id).values(
-                    producer=info.producer or spec.producer,
-                    producer_version=info.producer_version,
-                    schema_version=info.schema_version, meta_json=info.meta_json))
-        except IntegrityError as exc:
-            # Another process ingested the same bytes between our check and our insert.
-            with store.connect() as connection:
-                existing = find_run(connection, digest)
-            if existing is None:
-                # Not a race: the trace itself broke a constraint (a NULL start time, a
-                # duplicated id): the file is damaged, and nothing of it was stored.
-                raise InputError(f"{display}: trace has records tracekit cannot store "
-                                 f"({str(exc.orig).splitlines()[0]})",
-                                 hint="the file is damaged or was edited; export it again"
-                                 ) from None
-            return IngestResult(existing, True, spec.id)
-        except OperationalError as exc:
-            raise _store_write_error(store, exc) from None
-        except READER_SLIPS as exc:
-            raise UnexpectedContent(
-                f"{display}: cannot read trace: unexpected content "
-                f"({type(exc).__name__}: {str(exc)[:200]})",
-                hint="the file may be damaged; if it opens in its own tool, please report "
-                     "this to tracekit") from exc
-        except DBAPIError as exc:
-            raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
+                    sha256=origin.digest))
+    except _AlreadyStored as stored:
+        return IngestResult(stored.run_id, True, spec.id)
+    except IntegrityError as exc:
+        # Another process ingested the same bytes between our check and our commit.
+        digest = origin.digest or (hashing.result() if hashing is not None else None)
+        with store.connect() as connection:
+            existing = find_run(connection, digest) if digest else None
+        if existing is None:
+            # Not a race: the trace itself broke a constraint (a NULL start time, a
+            # duplicated id): the file is damaged, and nothing of it was stored.
+            raise InputError(f"{display}: trace has records tracekit cannot store "
+                             f"({str(exc.orig).splitlines()[0]})",
+                             hint="the file is damaged or was edited; export it again"
                              ) from None
+        return IngestResult(existing, True, spec.id)
+    except OperationalError as exc:
+        raise _store_write_error(store, exc) from None
+    except READER_SLIPS as exc:
+        raise UnexpectedContent(
+            f"{display}: cannot read trace: unexpected content "
+            f"({type(exc).__name__}: {str(exc)[:200]})",
+            hint="the file may be damaged; if it opens in its own tool, please report "
+                 "this to tracekit") from exc
+    except DBAPIError as exc:
+        raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
+                         ) from None
     return IngestResult(int(run_id), False, spec.id, steps_attributed=ctx.steps_attributed)
 
 

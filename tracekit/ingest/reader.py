@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection
 
 from tracekit.ingest.bulk import BulkCopier
+from tracekit.ingest.side import SideWork
 from tracekit.ingest.spec import FormatSpec
 
 
@@ -28,7 +29,9 @@ class StepAttribution(Protocol):
     lookup_table: str
     lookup_columns: tuple[str, ...]
 
-    def prepare(self, connection: Connection, run_id: int) -> bool: ...
+    def prefilters(self) -> list[str]: ...
+    def prepare(self, connection: Connection, run_id: int,
+                candidates: list[str] | None = None) -> bool: ...
     def lookup_rows(self, connection: Connection) -> list[tuple[Any, ...]]: ...
     def join(self, tid: str, start: str, end: str) -> tuple[str, tuple[str, str]]: ...
     def finish(self, connection: Connection) -> None: ...
@@ -48,6 +51,9 @@ class IngestContext:
     step_attribution: StepAttribution | None = None
     #: set by a reader that used ``step_attribution``: kernels already carry their steps
     steps_attributed: bool = False
+    #: a second connection on the source, for reads beside the copy (SQLite sources, when
+    #: the caller asked for it; ``tracekit.ingest.side``)
+    side: SideWork | None = None
 
 
 @dataclass
@@ -58,3 +64,5 @@ class SourceInfo:
     producer_version: str | None = None
     schema_version: str | None = None
     meta_json: str | None = None
+    #: record counts the reader knows (``tracekit.store.counts``); the rest are counted
+    counts: dict[str, int] | None = None

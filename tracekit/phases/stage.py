@@ -19,6 +19,7 @@ from sqlalchemy import Connection, text
 
 from tracekit.phases import attribute, heuristics
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
+from tracekit.store.counts import run_counts
 from tracekit.store.schema import NVTX_RANGE_KINDS
 
 #: SQL list of the nvtx_ranges kinds a step's CPU range can have: not marks, not domain
@@ -42,8 +43,8 @@ class PhaseReport:
     kernels_by_gpu_time: int = 0
     kernels_heuristic: int = 0
     signals: dict[str, int] = field(default_factory=dict)
-    #: False when the kernel records are exactly as the ingest wrote them (steps attributed
-    #: while copying, no GPU-time fallback): sums taken right after the ingest still hold.
+    #: False when the stage left the kernel records as they were (steps attributed while
+    #: copying and no GPU-time fallback, or nothing to attribute): sums taken before hold.
     kernels_rewritten: bool = True
 
     def as_dict(self) -> dict[str, Any]:
@@ -53,37 +54,46 @@ class PhaseReport:
 
 def attribute_phases(connection: Connection, run_id: int,
                      markers: MarkerSet | None = None, *,
-                     steps_from_ingest: bool = False) -> PhaseReport:
+                     steps_from_ingest: bool = False,
+                     marker_infos: dict[str, StepInfo] | None = None) -> PhaseReport:
     """Find steps and attribute every kernel of ``run_id`` to one (or leave it unattributed).
 
     ``steps_from_ingest``: the reader already made the marker steps and gave each kernel its
     launch step as it copied them (``prepare_steps``); only the GPU projection, the fallback
-    for kernels without a launch record and the report remain.
+    for kernels without a launch record and the report remain. ``marker_infos``: the run's
+    marker texts as the ingest already found them (reading every range text once is enough).
     """
     markers = markers or load_markers()
+    rewritten = False
     if not steps_from_ingest:
-        reset(connection, run_id)
-    infos = marker_texts(connection, run_id, markers)
+        rewritten = reset(connection, run_id)
+    infos = (marker_infos if marker_infos is not None
+             else marker_texts(connection, run_id, markers))
     if infos:
         report = _from_markers(connection, run_id, infos, kernels_attributed=steps_from_ingest)
+        rewritten = rewritten or not steps_from_ingest or report.kernels_by_gpu_time > 0
     else:
         report = heuristics.attribute(connection, run_id, ranges=_range_count(connection, run_id))
+        rewritten = rewritten or report.method != "none"
     attribute.drop_temp_tables(connection)
-    report.kernels_rewritten = not (steps_from_ingest and report.method == "marker"
-                                    and report.kernels_by_gpu_time == 0)
+    report.kernels_rewritten = rewritten
     return report
 
 
-def reset(connection: Connection, run_id: int) -> None:
-    """Forget earlier steps and kernel phases of this run (the stage rewrites them)."""
+def reset(connection: Connection, run_id: int) -> bool:
+    """Forget earlier steps and kernel phases of this run (the stage rewrites them).
+
+    Returns whether there was anything to forget (kernel rows were rewritten).
+    """
     had_steps = connection.execute(text("SELECT 1 FROM steps WHERE run_id = :run_id LIMIT 1"),
                                    {"run_id": run_id}).first()
     if had_steps is None:
-        return
+        return False
     connection.execute(text(
         "UPDATE kernels SET step_id = NULL, phase = NULL WHERE run_id = :run_id "
         "AND (step_id IS NOT NULL OR phase IS NOT NULL)"), {"run_id": run_id})
     connection.execute(text("DELETE FROM steps WHERE run_id = :run_id"), {"run_id": run_id})
+    return True
 
 
 def marker_texts(connection: Connection, run_id: int, markers: MarkerSet) -> dict[str, StepInfo]:
@@ -104,23 +114,18 @@ def marker_texts(connection: Connection, run_id: int, markers: MarkerSet) -> dic
 
 
 def _range_count(connection: Connection, run_id: int) -> int:
-    return int(connection.execute(text(
-        f"SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id "
-        f"AND kind IN ({_RANGE_KINDS_SQL})"),
-        {"run_id": run_id}).scalar() or 0)
+    return run_counts(connection, run_id)["nvtx_ranges"]
 
 
-def prepare_steps(connection: Connection, run_id: int,
-                  markers: MarkerSet | None = None) -> bool:
+def prepare_steps(connection: Connection, run_id: int, infos: dict[str, StepInfo]) -> bool:
     """Make the run's marker steps before its kernels are copied, and the launch lookup.
 
     Called by readers that copy kernels in one INSERT … SELECT (nsys): they then select
-    ``attribute.launch_step_join`` for each kernel. Returns False — nothing prepared, the
-    stage will do everything later — when there are no step markers, or when a marker range
-    was never closed (its end is the end of the capture, unknown until kernels are in).
+    ``attribute.launch_step_join`` for each kernel. ``infos`` are the run's marker texts
+    (``marker_texts``). Returns False — nothing prepared, the stage will do everything
+    later — when there are no step markers, or when a marker range was never closed (its
+    end is the end of the capture, unknown until kernels are in).
     """
-    markers = markers or load_markers()
-    infos = marker_texts(connection, run_id, markers)
     if not infos or connection.execute(text(
             "SELECT 1 FROM nvtx_ranges WHERE run_id = :run_id AND end_ns IS NULL "
             f"AND kind IN ({_RANGE_KINDS_SQL}) LIMIT 1"), {"run_id": run_id}).first():
@@ -242,9 +247,26 @@ class IngestTimeSteps:
     lookup_table = "tk_phase_steps"
     lookup_columns = ("global_tid", "start_ns", "end_ns", "id", "phase")
 
-    def prepare(self, connection: Connection, run_id: int) -> bool:
-        """Make the steps and the lookup; False when the stage must do it all later."""
-        return prepare_steps(connection, run_id)
+    def __init__(self, markers: MarkerSet | None = None) -> None:
+        self._markers = markers
+        #: the run's marker texts, once ``prepare`` has looked (for ``attribute_phases``)
+        self.marker_infos: dict[str, StepInfo] | None = None
+
+    def prefilters(self) -> list[str]:
+        """SQL LIKE patterns a range text must match to be looked at as a step marker."""
+        return (self._markers or load_markers()).prefilters()
+
+    def prepare(self, connection: Connection, run_id: int,
+                candidates: list[str] | None = None) -> bool:
+        """Make the steps and the lookup; False when the stage must do it all later.
+
+        ``candidates``: the run's distinct range texts that match ``prefilters``, when the
+        reader found them in the source itself; else they are read from the stored ranges.
+        """
+        markers = self._markers or load_markers()
+        self.marker_infos = (markers.parse_all(candidates) if candidates is not None
+                             else marker_texts(connection, run_id, markers))
+        return prepare_steps(connection, run_id, self.marker_infos)
 
     def lookup_rows(self, connection: Connection) -> list[tuple[Any, ...]]:
         """The lookup's rows, for stores whose kernel SELECT runs on a side connection."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.store.schema import NVTX_RANGE_KINDS
+from tracekit.store.counts import run_counts
 from tracekit.vocabulary import GEMM_OPS, PHASES, SEVERITIES
 
 DOCUMENT_VERSION = 1
@@ -153,9 +153,7 @@ def phase_attribution(connection: Connection, run_id: int, per_phase: dict[str, 
                    f"{100 * share:.1f}% of GPU time attributed")
     else:
         method = "none"
-        ranges = connection.execute(text(
-            "SELECT COUNT(*) FROM nvtx_ranges WHERE run_id = :run_id "
-            f"AND kind IN {NVTX_RANGE_KINDS}"), {"run_id": run_id}).scalar()
+        ranges = run_counts(connection, run_id)["nvtx_ranges"]
         message = (f"nothing could be attributed to a phase: no step markers (among "
                    f"{int(ranges or 0):,} ranges) and no kernel family that tells prefill "
                    "from decode")
@@ -184,16 +182,9 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
         if entry["op"] in GEMM_OPS:
             gemm_by_path[entry["path"]] += entry["total_ns"]
     gemm_total = sum(gemm_by_path.values())
-    counts = dict(connection.execute(text(
-        "SELECT 'nvtx_ranges', COUNT(*) FROM nvtx_ranges WHERE run_id = :r "
-        f"AND kind IN {NVTX_RANGE_KINDS} "
-        "UNION ALL SELECT 'nvtx_domains', COUNT(*) FROM nvtx_ranges WHERE run_id = :r "
-        "AND kind = 'domain_create' "
-        "UNION ALL SELECT 'processes', COUNT(*) FROM processes WHERE run_id = :r "
-        "UNION ALL SELECT 'threads', COUNT(*) FROM threads WHERE run_id = :r "
-        "UNION ALL SELECT 'runtime_calls', COUNT(*) FROM runtime_calls WHERE run_id = :r "
-        "UNION ALL SELECT 'memory_ops', COUNT(*) FROM memory_ops WHERE run_id = :r"),
-        {"r": run_id}).all())
+    stored = run_counts(connection, run_id)
+    counts = {name: stored[name] for name in ("nvtx_ranges", "nvtx_domains", "processes",
+                                              "threads", "runtime_calls", "memory_ops")}
     return {
         "kernel_count": sum(e["count"] for e in kernel_entries),
         "unique_kernel_names": len(kernel_entries),

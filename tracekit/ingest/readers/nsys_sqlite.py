@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from sqlalchemy import text
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.reader import IngestContext, SourceInfo, StepAttribution
+from tracekit.store.schema import NVTX_RANGE_KINDS
 
 #: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
 PID_MASK = -16777216
@@ -97,14 +99,17 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         )
     params = {"run_id": ctx.run_id}
     counts: dict[str, int] = {}
+    steps = ctx.step_attribution if schema.has("runtime") else None
+    reads = _side_reads(ctx, schema, steps)
     # NVTX first: with the ranges in the store, engine steps can be made before the kernels
     # are copied, and each kernel gets its step in the same INSERT … SELECT.
     counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
     if schema.has("kernel"):
-        counts["kernel_names"] = _copy_kernel_names(schema, params)
-        counts["runtime_calls"] = _copy_runtime(schema, params) if schema.has("runtime") else 0
-        steps = ctx.step_attribution if schema.has("runtime") else None
-        if steps is not None and steps.prepare(ctx.connection, ctx.run_id):
+        counts["kernel_names"] = _copy_kernel_names(schema, params, reads.get("names"))
+        counts["runtime_calls"] = (_copy_runtime(schema, params, reads.get("api_keys"))
+                                   if schema.has("runtime") else 0)
+        found = reads["markers"].result() if "markers" in reads else None
+        if steps is not None and steps.prepare(ctx.connection, ctx.run_id, found):
             if not schema.copier.native:
                 schema.copier.mirror_lookup(steps.lookup_table, steps.lookup_columns,
                                             steps.lookup_rows(ctx.connection))
@@ -114,7 +119,7 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         else:
             counts["kernels"] = _copy_kernels(schema, params)
     counts["memory_ops"] = _copy_memory_ops(schema, params)
-    _copy_processes_and_threads(schema, params)
+    processes, threads = _copy_processes_and_threads(schema, params)
     _copy_devices(schema, params)
     meta = {"counts": counts, **options}
     return SourceInfo(
@@ -122,7 +127,55 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         producer_version=product_version,
         schema_version=schema_version,
         meta_json=json.dumps(meta, sort_keys=True),
+        counts=_run_counts(counts, processes, threads, reads.get("nvtx_kinds"),
+                           schema.has("nvtx")),
     )
+
+
+def _run_counts(counts: dict[str, int], processes: int, threads: int,
+                nvtx_kinds: Any, has_nvtx: bool) -> dict[str, int]:
+    """What the copies counted, for ``run_counts`` (NVTX kinds from the side connection;
+    without one they are counted in the store)."""
+    known = {"kernels": counts.get("kernels", 0), "kernel_names": counts.get("kernel_names", 0),
+             "runtime_calls": counts.get("runtime_calls", 0),
+             "memory_ops": counts.get("memory_ops", 0), "cpu_ops": 0,
+             "processes": processes, "threads": threads}
+    if not has_nvtx:
+        known.update(nvtx_ranges=0, nvtx_marks=0, nvtx_domains=0)
+    elif nvtx_kinds is not None:
+        ranges, marks, domains = nvtx_kinds.result()
+        known.update(nvtx_ranges=int(ranges), nvtx_marks=int(marks), nvtx_domains=int(domains))
+    return known
+
+
+def _side_reads(ctx: IngestContext, schema: SourceSchema,
+                steps: StepAttribution | None) -> dict[str, Future[Any]]:
+    """Passes over the source that the side connection makes while this one copies NVTX.
+
+    Each is a read of the source whose few result rows this connection needs later: the
+    distinct kernel names and API names, the texts of step markers, the NVTX events counted
+    by kind. Only for SQLite stores (others read texts through their own driver rules).
+    """
+    side = ctx.side
+    if side is None or not schema.copier.native:
+        return {}
+    reads: dict[str, Future[Any]] = {}
+    if schema.has("kernel"):
+        sql = _name_keys_sql(schema)
+        reads["names"] = side.submit(lambda connection: connection.execute(sql).fetchall())
+    if schema.has("runtime"):
+        api_sql = _api_keys_sql(schema)
+        reads["api_keys"] = side.submit(
+            lambda connection: connection.execute(api_sql).fetchall())
+    if steps is not None and schema.has("nvtx"):
+        marker_sql = _marker_candidates_sql(schema, steps.prefilters())
+        reads["markers"] = side.submit(lambda connection: [
+            str(row[0]) for row in connection.execute(marker_sql)])
+    if schema.has("nvtx"):
+        count_sql = _nvtx_count_sql(schema)
+        reads["nvtx_kinds"] = side.submit(
+            lambda connection: connection.execute(count_sql).fetchone())
+    return reads
 
 
 def _string_lookup(schema: SourceSchema, key_sql: str) -> str:
@@ -137,8 +190,23 @@ def _kernel_name_key(schema: SourceSchema) -> str:
             f"{schema.expr('kernel', 'short_name_key', 'k')}, -1)")
 
 
-def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
+def _name_keys_sql(schema: SourceSchema) -> str:
+    """Each distinct kernel name's string id, with its short and mangled names' ids."""
+    return f"""
+        SELECT name_key, MIN(short_key) AS short_key, MIN(mangled_key) AS mangled_key
+        FROM (SELECT DISTINCT {_kernel_name_key(schema)} AS name_key,
+                              {schema.expr("kernel", "short_name_key", "k")} AS short_key,
+                              {schema.expr("kernel", "mangled_name_key", "k")} AS mangled_key
+              FROM src."{schema.table("kernel")}" AS k)
+        GROUP BY name_key"""
+
+
+def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any],
+                       keys: Future[list[tuple[Any, ...]]] | None = None) -> int:
     """One row per distinct demangled name (one DISTINCT pass over the kernel table).
+
+    ``keys``: the distinct pass as the side connection made it (``_name_keys_sql``);
+    without it the pass runs here.
 
     On a SQLite store each name's id is ``name_base + its source string id``, so the kernel
     copy computes ``name_id`` instead of joining 10^7 rows to this table (3 s at 10^7
@@ -147,16 +215,12 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any]) -> int:
     file's text or huge keys would not add up to distinct ids, and take the join. Other
     stores assign ids themselves and the kernel SELECT joins the mirrored table.
     """
-    kernel = schema.table("kernel")
-    schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_kernel_name_keys")
-    schema.copier.prepare(f"""
-        CREATE TEMP TABLE tk_kernel_name_keys AS
-        SELECT name_key, MIN(short_key) AS short_key, MIN(mangled_key) AS mangled_key
-        FROM (SELECT DISTINCT {_kernel_name_key(schema)} AS name_key,
-                              {schema.expr("kernel", "short_name_key", "k")} AS short_key,
-                              {schema.expr("kernel", "mangled_name_key", "k")} AS mangled_key
-              FROM src."{kernel}" AS k)
-        GROUP BY name_key""")
+    if keys is not None:
+        schema.copier.temp_rows("tk_kernel_name_keys", ("name_key", "short_key", "mangled_key"),
+                                keys.result())
+    else:
+        schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_kernel_name_keys")
+        schema.copier.prepare(f"CREATE TEMP TABLE tk_kernel_name_keys AS {_name_keys_sql(schema)}")
     (odd_keys,) = schema.copier.query(
         "SELECT COUNT(*) FROM temp.tk_kernel_name_keys WHERE typeof(name_key) <> 'integer' "
         f"OR name_key NOT BETWEEN -1 AND {MAX_NAME_KEY}")[0]
@@ -198,24 +262,46 @@ def _mirror(schema: SourceSchema, table: str, params: dict[str, Any]) -> None:
     schema.copier.mirror_lookup(table, columns, rows, unique_key=True)
 
 
-def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
+def _api_keys_sql(schema: SourceSchema) -> str:
+    """The distinct API name string ids of the runtime/driver calls."""
+    return (f"SELECT DISTINCT COALESCE({schema.expr('runtime', 'name_key', 'r')}, -1) AS key "
+            f'FROM src."{schema.table("runtime")}" AS r')
+
+
+def _copy_runtime(schema: SourceSchema, params: dict[str, Any],
+                  keys: Future[list[tuple[Any, ...]]] | None = None) -> int:
+    """API names, and the runtime/driver calls that are not kernel launches.
+
+    ``keys``: the distinct API name ids as the side connection found them.
+    """
     runtime = schema.table("runtime")
     name_key = schema.expr("runtime", "name_key", "r")
+    if keys is not None:
+        schema.copier.temp_rows("tk_api_keys", ("key",), keys.result())
+    else:
+        schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_api_keys")
+        schema.copier.prepare(f"CREATE TEMP TABLE tk_api_keys AS {_api_keys_sql(schema)}")
     schema.copier.copy(
         "api_names", ("run_id", "source_key", "name"),
         f"""SELECT :run_id, u.key, COALESCE({_string_lookup(schema, 'u.key')}, '')
-            FROM (SELECT DISTINCT COALESCE({name_key}, -1) AS key FROM src."{runtime}" AS r) u""",
+            FROM temp.tk_api_keys AS u""",
         params,
     )
+    schema.copier.prepare("DROP TABLE temp.tk_api_keys")
     _mirror(schema, "api_names", params)
-    event_class = schema.expr("runtime", "event_class", "r")
-    tid = schema.expr("runtime", "global_tid", "r")
     # Kernel launches are not copied again: each kernel row carries its launch (thread,
     # CPU start/end, correlation id). Copying 10^7 launch rows would double ingest time.
-    # CROSS JOIN keeps the calls the outer loop (each name one key search): with the names
-    # outside, SQLite scanned every call once per API name.
     not_launch = " AND ".join(f"a.name NOT GLOB '{pattern}'"
                               for pattern in schema.spec["kernel_launch_apis"]["patterns"])
+    other_keys = [row[0] for row in schema.copier.query(
+        f"SELECT a.source_key FROM main.api_names AS a WHERE a.run_id = :run_id AND {not_launch}",
+        params)]
+    if not other_keys:
+        return 0  # every call launched a kernel: no pass over the calls at all
+    event_class = schema.expr("runtime", "event_class", "r")
+    tid = schema.expr("runtime", "global_tid", "r")
+    # CROSS JOIN keeps the calls the outer loop (each name one key search): with the names
+    # outside, SQLite scanned every call once per API name.
     return schema.copier.copy(
         "runtime_calls",
         ("run_id", "name_id", "kind", "start_ns", "end_ns", "correlation_id", "global_tid",
@@ -234,32 +320,32 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any]) -> int:
 
 
 #: One integer per (process, correlationId): pid in bits 32-55, correlation id in bits 0-31.
-#: A rowid-keyed TEMP table probed by this key is the cheapest join SQLite offers (measured:
+#: A rowid-keyed table probed by this key is the cheapest join SQLite offers (measured:
 #: 0.8 s per million launches less than an automatic index on the source's runtime table).
 LAUNCH_KEY = "((({pid} >> 24) & 16777215) << 32) | ({cid} & 4294967295)"
 
 
-def _fill_launch_table(schema: SourceSchema, params: dict[str, Any]) -> None:
-    """TEMP table of launches: one per (process, correlationId), the earliest call kept.
+def launch_table_sql(schema: SourceSchema, table: str) -> list[str]:
+    """Statements that make ``table``: launches, one per (process, correlationId).
 
-    When a runtime and a driver call share a correlation id, the runtime call (the outer,
-    earlier one, the launch the user wrote) comes first in time order and wins.
+    The earliest call is kept: when a runtime and a driver call share a correlation id, the
+    runtime call (the outer, earlier one, the launch the user wrote) comes first in time and
+    wins.
     """
     runtime = schema.table("runtime")
     tid = schema.expr("runtime", "global_tid", "r")
-    schema.copier.prepare("DROP TABLE IF EXISTS temp.tracekit_launch")
-    schema.copier.prepare(
-        "CREATE TEMP TABLE tracekit_launch (key INTEGER PRIMARY KEY, tid INTEGER, s INTEGER, "
-        "e INTEGER)")
-    schema.copier.prepare(f"""
-        INSERT INTO temp.tracekit_launch
-        SELECT {LAUNCH_KEY.format(pid=tid, cid=schema.expr('runtime', 'correlation_id', 'r'))},
-               {tid}, {schema.expr('runtime', 'start_ns', 'r')},
-               {schema.expr('runtime', 'end_ns', 'r')}
-        FROM src."{runtime}" AS r
-        WHERE {tid} IS NOT NULL AND {schema.expr('runtime', 'correlation_id', 'r')} IS NOT NULL
-        ON CONFLICT (key) DO UPDATE SET tid = excluded.tid, s = excluded.s, e = excluded.e
-        WHERE excluded.s < s""")
+    cid = schema.expr("runtime", "correlation_id", "r")
+    start, end = schema.expr("runtime", "start_ns", "r"), schema.expr("runtime", "end_ns", "r")
+    return [
+        f"DROP TABLE IF EXISTS {table}",
+        f"CREATE TABLE {table} (key INTEGER PRIMARY KEY, tid INTEGER, s INTEGER, e INTEGER)",
+        f"""INSERT INTO {table}
+            SELECT {LAUNCH_KEY.format(pid=tid, cid=cid)}, {tid}, {start}, {end}
+            FROM src."{runtime}" AS r
+            WHERE {tid} IS NOT NULL AND {cid} IS NOT NULL
+            ON CONFLICT (key) DO UPDATE SET tid = excluded.tid, s = excluded.s, e = excluded.e
+            WHERE excluded.s < s""",
+    ]
 
 
 KERNEL_TARGETS: Sequence[str] = (
@@ -269,37 +355,60 @@ KERNEL_TARGETS: Sequence[str] = (
 )
 
 
+@dataclass(frozen=True)
+class KernelSource:
+    """The kernel records as the source holds them, each joined to its launch and step.
+
+    """
+
+    from_sql: str
+    launch: tuple[str, str, str]  # thread, CPU start, CPU end (SQL, NULL when unknown)
+    step: tuple[str, str] | None  # step id, phase
+
+
+def kernel_source(schema: SourceSchema, launch_table: str | None,
+                  steps: StepAttribution | None) -> KernelSource:
+    """FROM clause over the source's kernels with their launch (and step) joined."""
+    kernel = schema.table("kernel")
+    from_sql = f'src."{kernel}" AS k'
+    if launch_table is None:
+        return KernelSource(from_sql, ("NULL", "NULL", "NULL"), None)
+    from_sql += f"""
+        LEFT JOIN {launch_table} AS r
+          ON r.key = {LAUNCH_KEY.format(pid='k.globalPid', cid='k.correlationId')}
+         AND (r.tid & {PID_MASK}) = k.globalPid"""
+    step = None
+    if steps is not None:
+        step_join, step = steps.join("r.tid", "r.s", "r.e")
+        from_sql += "\n" + step_join
+    return KernelSource(from_sql, ("r.tid", "r.s", "r.e"), step)
+
+
 def _copy_kernels(schema: SourceSchema, params: dict[str, Any],
                   steps: StepAttribution | None = None) -> int:
     """All kernel records in one INSERT … SELECT, with their launch (and step, if given)."""
-    kernel = schema.table("kernel")
     selected = ", ".join(schema.expr("kernel", target, "k") for target in KERNEL_TARGETS)
+    launch_table = None
+    if schema.has("runtime"):
+        launch_table = "temp.tracekit_launch"
+        for statement in launch_table_sql(schema, launch_table):
+            schema.copier.prepare(statement)
+    source = kernel_source(schema, launch_table, steps)
     if "name_base" in params:  # the names got computable ids (see _copy_kernel_names)
         name_id, name_join = f":name_base + {_kernel_name_key(schema)}", ""
     else:
         name_id = "n.id"
         name_join = (f"JOIN main.kernel_names AS n ON n.run_id = :run_id "
                      f"AND n.source_key = {_kernel_name_key(schema)}")
-    if schema.has("runtime"):
-        _fill_launch_table(schema, params)
-        launch_join = f"""
-            LEFT JOIN temp.tracekit_launch AS r
-              ON r.key = {LAUNCH_KEY.format(pid='k.globalPid', cid='k.correlationId')}
-             AND (r.tid & {PID_MASK}) = k.globalPid"""
-        launch_cols = "r.tid, r.s, r.e"
-    else:
-        launch_join, launch_cols = "", "NULL, NULL, NULL"
+    launch_cols = ", ".join(source.launch)
     step_targets: tuple[str, ...] = ()
-    if steps is not None:
-        step_join, step_columns = steps.join("r.tid", "r.s", "r.e")
+    if source.step is not None:
         step_targets = ("step_id", "phase")
-        launch_cols += ", " + ", ".join(step_columns)
-        launch_join += "\n" + step_join
+        launch_cols += ", " + ", ".join(source.step)
     select = f"""
         SELECT :run_id, {name_id}, {selected}, {launch_cols}
-        FROM src."{kernel}" AS k
+        FROM {source.from_sql}
         {name_join}
-        {launch_join}
     """
     return schema.copier.copy(
         "kernels",
@@ -324,6 +433,7 @@ def _copy_memory_ops(schema: SourceSchema, params: dict[str, Any]) -> int:
 
 
 def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
+    """NVTX events of the kinds tracekit keeps, in one INSERT … SELECT."""
     nvtx = schema.table("nvtx")
     present = schema.columns("nvtx")
     types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
@@ -332,15 +442,14 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
         for kind, ids in types.items()
     )
     wanted = ", ".join(str(i) for ids in types.values() for i in ids)
-    text_expr = "CAST(e.text AS TEXT)"
-    if "textId" in present:
-        text_expr = f"COALESCE(CAST(e.text AS TEXT), {_string_lookup(schema, 'e.textId')})"
-    domain_join = ""
+    text_expr = _nvtx_text(schema)
     if "domainId" in present:
         _fill_domain_table(schema)
-        domain_expr = "CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL ELSE d.name END"
-        domain_join = f"""LEFT JOIN temp.tracekit_nvtx_domain AS d
-                            ON d.domain_id = e.domainId AND d.pid = (e.globalTid & {PID_MASK})"""
+        # Looked up only for events in a domain (CASE evaluates its branch lazily): most
+        # events are in the default domain 0, and a join probed the table for each of them.
+        domain_expr = f"""CASE WHEN e.domainId = 0 OR e.eventType = 75 THEN NULL ELSE
+            (SELECT d.name FROM temp.tracekit_nvtx_domain AS d
+             WHERE d.domain_id = e.domainId AND d.pid = (e.globalTid & {PID_MASK})) END"""
     else:
         domain_expr = "NULL"
     count = schema.copier.copy(
@@ -348,12 +457,48 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
         ("run_id", "kind", "start_ns", "end_ns", "text", "domain", "global_tid", "global_pid"),
         f"""SELECT :run_id, CASE {kind_cases} END, e.start, e."end", {text_expr}, {domain_expr},
                    e.globalTid, e.globalTid & {PID_MASK}
-            FROM src."{nvtx}" AS e {domain_join}
+            FROM src."{nvtx}" AS e
             WHERE e.eventType IN ({wanted})""",
         params,
     )
     schema.copier.prepare("DROP TABLE IF EXISTS temp.tracekit_nvtx_domain")
     return count
+
+
+def _nvtx_count_sql(schema: SourceSchema) -> str:
+    """The source's NVTX events counted by kind (ranges, marks, domain creations), one pass."""
+    types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
+
+    def ids(*kinds: str) -> str:
+        return ", ".join(str(i) for kind in kinds for i in types.get(kind, [])) or "NULL"
+
+    return (f"SELECT COALESCE(SUM(eventType IN ({ids(*NVTX_RANGE_KINDS)})), 0), "
+            f"COALESCE(SUM(eventType IN ({ids('mark')})), 0), "
+            f"COALESCE(SUM(eventType IN ({ids('domain_create')})), 0) "
+            f'FROM src."{schema.table("nvtx")}"')
+
+
+def _nvtx_text(schema: SourceSchema) -> str:
+    """SQL of an NVTX event's text as the store keeps it (inline, else the string table)."""
+    if "textId" in schema.columns("nvtx"):
+        return f"COALESCE(CAST(e.text AS TEXT), {_string_lookup(schema, 'e.textId')})"
+    return "CAST(e.text AS TEXT)"
+
+
+def _marker_candidates_sql(schema: SourceSchema, likes: Sequence[str]) -> str:
+    """Distinct texts of the source's ranges that match a step marker's prefilter.
+
+    The same texts ``phases.stage.marker_texts`` would find among the stored ranges.
+    """
+    types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
+    ranges = ", ".join(str(i) for kind in NVTX_RANGE_KINDS for i in types.get(kind, []))
+    text_sql = _nvtx_text(schema)
+    if not likes or not ranges:
+        return "SELECT NULL WHERE 0"
+    matches = " OR ".join(f"{text_sql} LIKE '{like.replace(chr(39), chr(39) * 2)}'"
+                          for like in likes)
+    return (f'SELECT DISTINCT {text_sql} FROM src."{schema.table("nvtx")}" AS e '
+            f"WHERE e.eventType IN ({ranges}) AND {text_sql} IS NOT NULL AND ({matches})")
 
 
 def _fill_domain_table(schema: SourceSchema) -> None:
@@ -374,20 +519,24 @@ def _fill_domain_table(schema: SourceSchema) -> None:
         GROUP BY domainId, globalTid & {PID_MASK}""")
 
 
-def _copy_processes_and_threads(schema: SourceSchema, params: dict[str, Any]) -> None:
+def _copy_processes_and_threads(schema: SourceSchema, params: dict[str, Any]
+                                ) -> tuple[int, int]:
+    """Processes and named threads; returns how many of each were copied."""
+    processes = threads = 0
     if schema.has("processes") and {"globalPid", "pid", "name"} <= schema.columns("processes"):
-        schema.copier.copy(
+        processes = schema.copier.copy(
             "processes", ("run_id", "global_pid", "pid", "name"),
             f'SELECT :run_id, globalPid, pid, CAST(name AS TEXT) '
             f'FROM src."{schema.table("processes")}"',
             params)
     if schema.has("threads") and {"nameId", "globalTid"} <= schema.columns("threads"):
-        schema.copier.copy(
+        threads = schema.copier.copy(
             "threads", ("run_id", "global_tid", "global_pid", "tid", "name"),
             f"""SELECT :run_id, t.globalTid, t.globalTid & {PID_MASK}, t.globalTid & 16777215,
                        {_string_lookup(schema, 't.nameId')}
                 FROM src."{schema.table('threads')}" AS t""",
             params)
+    return processes, threads
 
 
 def _copy_devices(schema: SourceSchema, params: dict[str, Any]) -> None:
