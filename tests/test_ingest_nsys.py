@@ -293,3 +293,78 @@ def test_a_folder_is_expanded_to_its_files(tmp_path):
     (folder / "a.json").write_text("{}")
     (folder / ".hidden").write_text("x")
     assert [p.name for p in pipeline.expand_inputs([folder])] == ["a.json", "b.json"]
+
+
+def _stored_rows(store: Store, run_id: int) -> dict[str, list[tuple]]:
+    """Every row of the run's tables that the ingest writes, ids mapped to what they name."""
+    queries = {
+        "kernel_names": "SELECT source_key, name, short_name, mangled_name FROM kernel_names "
+                        "WHERE run_id = :r ORDER BY source_key",
+        "api_names": "SELECT source_key, name FROM api_names WHERE run_id = :r ORDER BY 1",
+        "kernels": "SELECT n.source_key, k.start_ns, k.end_ns, k.global_tid, k.launch_start_ns, "
+                   "k.step_id - (SELECT MIN(id) FROM steps WHERE run_id = :r), k.phase "
+                   "FROM kernels k JOIN kernel_names n ON n.id = k.name_id "
+                   "WHERE k.run_id = :r ORDER BY k.id",
+        "runtime_calls": "SELECT a.name, r.start_ns, r.correlation_id FROM runtime_calls r "
+                         "JOIN api_names a ON a.id = r.name_id WHERE r.run_id = :r ORDER BY r.id",
+        "steps": "SELECT phase, text, start_ns, end_ns FROM steps WHERE run_id = :r ORDER BY id",
+        "nvtx_ranges": "SELECT kind, text, domain, start_ns FROM nvtx_ranges WHERE run_id = :r "
+                       "ORDER BY id",
+        "run_counts": "SELECT name, count FROM run_counts WHERE run_id = :r ORDER BY name",
+    }
+    with store.connect() as connection:
+        return {table: [tuple(row) for row in connection.execute(text(sql), {"r": run_id})]
+                for table, sql in queries.items()}
+
+
+@pytest.mark.parametrize("trace_name", ["scenario", "domains", "nsys-ai/h100_2gpu_1s.sqlite",
+                                        "nsys-ai/mfu_2gpu_before.sqlite"])
+def test_side_connection_reads_change_nothing_stored(tmp_path, make_trace, simple_scenario,
+                                                     shared_trace, trace_name):
+    """Names, API names, marker texts and NVTX counts read on the side connection while the
+    store connection copies give the same run as reading them on the store connection."""
+    from tracekit.store import open_store
+
+    if trace_name == "scenario":
+        trace = make_trace(simple_scenario)
+    elif trace_name == "domains":
+        trace = make_trace(Scenario(ranks=[RankSpec(pid=7, nvtx_domains=["vllm"], steps=[
+            StepSpec("execute_context_1(8)_generation_0(0)", [KernelSpec(BF16_GEMM, 1000)],
+                     domain="vllm"),
+            StepSpec("execute_context_0(0)_generation_2(2)", [KernelSpec(ELEMENTWISE, 500)]),
+        ])]))
+    else:
+        trace = shared_trace(trace_name)
+    rows = []
+    for side in (False, True):
+        opened = open_store(str(tmp_path / f"side-{side}.db"))
+        try:
+            result = ingest(opened, [trace], side_reads=side, step_attribution=IngestTimeSteps())
+            rows.append(_stored_rows(opened, result.run_id))
+        finally:
+            opened.dispose()
+    assert rows[0] == rows[1]
+    assert rows[1]["kernels"]
+
+
+def test_runtime_calls_other_than_launches_are_kept(store, shared_trace):
+    """The runtime pass is skipped only when every call launched a kernel."""
+    trace = shared_trace("nsys-ai/h100_2gpu_1s.sqlite")
+    run_id = ingest(store, [trace]).run_id
+    raw = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    launches = raw.execute(
+        "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+        "WHERE s.value GLOB 'cudaLaunchKernel*' OR s.value GLOB 'cuLaunchKernel*'").fetchone()[0]
+    total = raw.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
+    raw.close()
+    stored = scalar(store, "SELECT COUNT(*) FROM runtime_calls WHERE run_id = :r", r=run_id)
+    assert 0 < stored == total - launches
+
+
+def test_a_trace_of_launches_only_has_no_runtime_rows(store, make_trace):
+    run_id = ingest(store, [make_trace(Scenario(ranks=[RankSpec(pid=5, steps=[
+        StepSpec("execute_context_1(8)_generation_0(0)", [KernelSpec(BF16_GEMM, 900, count=4)]),
+    ])]))]).run_id
+    assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE run_id = :r", r=run_id) == 4
+    assert scalar(store, "SELECT COUNT(*) FROM runtime_calls WHERE run_id = :r", r=run_id) == 0
+    assert scalar(store, "SELECT COUNT(*) FROM api_names WHERE run_id = :r", r=run_id) >= 1

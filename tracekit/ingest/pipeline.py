@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Connection, insert, update
+from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from tracekit import __version__
@@ -178,6 +178,7 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
         with store.connect() as connection:
             existing = find_run_by_stat(connection, origin.path, origin.signature)
     if existing is not None:
+        _remember_signature(store, existing, origin)
         return IngestResult(existing, True, spec.id)
     display = str(inputs[0]) if len(inputs) == 1 else f"{inputs[0]} (+{len(inputs) - 1})"
     hashing = BackgroundHash(files) if origin.digest is None else None
@@ -194,7 +195,23 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
             side.close(interrupt=True)
         if hashing is not None:
             hashing.cancel()
+    if result.existing:
+        _remember_signature(store, result.run_id, origin)
     return result
+
+
+def _remember_signature(store: Store, run_id: int, origin: Origin) -> None:
+    """A run found by its content at its own path: note the files' signature as they are
+    now, so that the next analysis of the unchanged file does not hash it again."""
+    if origin.digest is None:
+        return
+    stale = (Run.id == run_id, Run.source_path == origin.path, Run.sha256 == origin.digest,
+             (Run.source_stat != origin.signature) | Run.source_stat.is_(None))
+    with store.connect() as connection:
+        if connection.execute(select(Run.id).where(*stale)).first() is None:
+            return
+    with store.begin() as connection:
+        connection.execute(update(Run).where(*stale).values(source_stat=origin.signature))
 
 
 @dataclass
