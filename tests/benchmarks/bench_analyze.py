@@ -1,20 +1,32 @@
-"""Benchmark: `tracekit analyze` vs `nsys stats --report gpukernsum` on big nsys exports.
+"""Benchmark: `tracekit analyze` against `nsys stats --report gpukernsum`, the copy floor and
+nsys-ai, on big nsys exports.
 
 Run by hand (pytest does not collect it):
 
-    python tests/benchmarks/bench_analyze.py --kernels 1000000 10000000 --out /tmp/bench
+    python tests/benchmarks/bench_analyze.py --kernels 1000000 10000000 \\
+        --real ../shared/traces/nsys-ai/h100_2gpu_1s.sqlite --real-kernels 1000000 \\
+        --nsys-ai /path/to/venv/bin/nsys-ai --out /tmp/bench
 
-For each size it builds an nsys-schema SQLite file (nsys 2022.4's real schema) entirely in
-SQL: a few thousand distinct, long templated kernel names, two processes on two GPUs with
-several streams, one runtime launch per kernel, and vLLM-style NVTX step ranges (one per
-100 launches). Then it times, each in a fresh process, with peak RSS from getrusage:
+Inputs: for each ``--kernels`` size an nsys-schema SQLite file (nsys 2022.4's real schema)
+built entirely in SQL: a few thousand distinct, long templated kernel names, two processes
+on two GPUs with several streams, one runtime launch per kernel, and vLLM-style NVTX step
+ranges (one per 100 launches); and for each ``--real`` export, copies of it with fresh ids
+and shifted times (``replicate.py``) up to each ``--real-kernels`` size — a real trace's
+shape: 4.9 NVTX ranges and 1.7 runtime calls per kernel in the nsys-ai H100 capture.
 
-- ``tracekit analyze FILE --store NEW.db --json`` (ingest + classify + phases + findings +
-  document), and
-- ``nsys stats --report gpukernsum --format csv`` on a copy of the same file.
+On each input, one after the other, each in a fresh process, with wall time and peak RSS:
+
+- the floor: the kernel columns tracekit keeps copied by SQLite into a fresh file with one
+  ``INSERT … SELECT`` (what any store of every kernel record costs at least);
+- ``nsys stats --report gpukernsum --format csv`` on a copy of the file;
+- nsys-ai cold (``--nsys-ai``; its ``top_kernels`` skill on a fresh copy, which first builds
+  its Parquet cache);
+- ``tracekit analyze FILE --store NEW.db --json`` (ingest + classify + phases + groups +
+  findings + document), then the same command again (the run is already stored).
 
 It prints a Markdown table (the one in the README). ``--profile`` instead runs ``analyze``
-in this process and prints where the time goes (ingest, stages, slow SQL statements).
+in this process and prints where the time goes (ingest, stages, the side connection's
+reads, SQL statements over 0.5 s with their CPU time).
 """
 
 from __future__ import annotations
@@ -23,11 +35,14 @@ import argparse
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from tracekit.ingest.readers.nsys_sqlite import KERNEL_TARGETS
 from tracekit.synth.nsys import LAUNCH_API, create_empty_export, global_tid
 
 DISTINCT_NAMES = 3000
@@ -212,15 +227,157 @@ def profile(trace: Path, store_path: Path, slowest: float = 0.5) -> None:
     store.dispose()
 
 
+def floor_columns(trace: Path) -> str:
+    """The source columns tracekit keeps for a kernel (name key, times, launch config, ids),
+    resolved against the file the way the reader does."""
+    from tracekit.ingest.spec import spec_by_id
+
+    spec = spec_by_id("nsys-sqlite").data
+    connection = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    try:
+        present = {row[1] for row in connection.execute(
+            f"PRAGMA table_info('{spec['tables']['kernel']}')")}
+    finally:
+        connection.close()
+    candidates = spec["columns"]["kernel"]
+    wanted = ("name_key", *KERNEL_TARGETS)
+    chosen = [next((f'"{c}"' for c in candidates.get(target, []) if c in present), "NULL")
+              for target in wanted]
+    return ", ".join(chosen)
+
+
+def copy_floor(trace: Path, target: Path) -> None:
+    """The floor: the kernel columns tracekit keeps, copied by SQLite into a fresh file with
+    one ``INSERT … SELECT``, committed (no joins, no index, no write-ahead log)."""
+    for leftover in target.parent.glob(target.name + "*"):
+        leftover.unlink()
+    columns = floor_columns(trace)
+    connection = sqlite3.connect(target, isolation_level=None)
+    try:
+        connection.execute("ATTACH DATABASE ? AS src",
+                           (f"{trace.absolute().as_uri()}?mode=ro&immutable=1",))
+        width = columns.count(",") + 1
+        connection.execute(f"CREATE TABLE t ({', '.join(f'c{i}' for i in range(width))})")
+        connection.execute("BEGIN")
+        connection.execute(f'INSERT INTO t SELECT {columns} FROM src."CUPTI_ACTIVITY_KIND_KERNEL"')
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+    target.unlink()
+
+
+def kernel_count(trace: Path) -> int:
+    connection = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    try:
+        return int(connection.execute(
+            "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+    finally:
+        connection.close()
+
+
+@dataclass
+class Row:
+    """One input's measurements: (seconds, peak MB) per tool, None when not run."""
+
+    label: str
+    kernels: int
+    size_mb: float
+    floor: tuple[float, float] | None = None
+    nsys: tuple[float, float] | None = None
+    nsys_ai: tuple[float, float] | None = None
+    analyze: tuple[float, float] | None = None
+    again: tuple[float, float] | None = None
+
+
+def measure(label: str, trace: Path, out: Path, nsys_ai: Path | None, skip_nsys: bool) -> Row:
+    """Every tool on ``trace``, one after the other, each in a fresh process."""
+    row = Row(label, kernel_count(trace), trace.stat().st_size / 1e6)
+    stem = f"{label}-{row.kernels}"
+    row.floor = peak_rss_mb([sys.executable, __file__, "--floor", str(trace),
+                             str(out / f"floor-{stem}.db")], out / f"floor-{stem}.out")
+    if not skip_nsys and shutil.which("nsys"):
+        copy = out / f"nsys-copy-{stem}.sqlite"
+        shutil.copyfile(trace, copy)
+        row.nsys = peak_rss_mb(["nsys", "stats", "--report", "gpukernsum", "--format", "csv",
+                                "-o", "-", str(copy)], out / f"nsys-{stem}.csv")
+        copy.unlink()
+    if nsys_ai is not None:
+        # Cold: a fresh copy without its Parquet cache (nsys-ai keeps it beside the file).
+        folder = out / f"nsys-ai-{stem}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        copy = folder / "profile.sqlite"
+        shutil.copyfile(trace, copy)
+        os.environ["NSYS_AI_CACHE_MODE"] = "parquet"
+        row.nsys_ai = peak_rss_mb([str(nsys_ai), "skill", "run", "top_kernels", str(copy),
+                                   "--format", "json"], out / f"nsys-ai-{stem}.json")
+        shutil.rmtree(folder, ignore_errors=True)
+    store = out / f"store-{stem}.db"
+    for leftover in out.glob(f"store-{stem}.db*"):
+        leftover.unlink()
+    command = [sys.executable, "-m", "tracekit", "analyze", str(trace), "--store", str(store),
+               "--json"]
+    row.analyze = peak_rss_mb(command, out / f"analyze-{stem}.json")
+    row.again = peak_rss_mb(command, out / f"again-{stem}.json")
+    for leftover in out.glob(f"store-{stem}.db*"):
+        leftover.unlink()
+    return row
+
+
+def seconds(value: tuple[float, float] | None) -> str:
+    return f"{value[0]:.1f} s" if value else "–"
+
+
+def ratio(ours: tuple[float, float] | None, theirs: tuple[float, float] | None) -> str:
+    return f"{ours[0] / theirs[0]:.2f}×" if ours and theirs else "–"
+
+
+def table(rows: list[Row]) -> str:
+    """The README table."""
+    lines = ["| input | kernels | floor | nsys stats | nsys-ai (cold) | tracekit analyze | "
+             "peak RSS | ÷ nsys stats | ÷ floor | analyze again |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        rss = f"{row.analyze[1]:.0f} MB" if row.analyze else "–"
+        lines.append(
+            f"| {row.label} | {row.kernels:,} | {seconds(row.floor)} | {seconds(row.nsys)} | "
+            f"{seconds(row.nsys_ai)} | {seconds(row.analyze)} | {rss} | "
+            f"{ratio(row.analyze, row.nsys)} | {ratio(row.analyze, row.floor)} | "
+            f"{seconds(row.again) if row.again else '–'} |")
+    return "\n".join(lines)
+
+
+def real_shaped(source: Path, kernels: int, out: Path) -> Path:
+    """``source`` replicated (fresh ids, shifted times) to at least ``kernels`` kernels."""
+    from replicate import replicate  # tests/benchmarks/replicate.py, beside this file
+
+    per_copy = kernel_count(source)
+    copies = max(1, -(-kernels // per_copy))
+    target = out / f"{source.stem}-x{copies}.sqlite"
+    if not target.exists():
+        replicate(source, target, copies)
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--kernels", type=int, nargs="*", default=[1_000_000])
+    parser.add_argument("--real", type=Path, action="append", default=[],
+                        help="a real nsys export to replicate (fresh ids) to --real-kernels")
+    parser.add_argument("--real-kernels", type=int, nargs="*", default=[1_000_000])
     parser.add_argument("--out", type=Path, default=Path("/tmp/tracekit-bench"))
     parser.add_argument("--skip-nsys", action="store_true")
+    parser.add_argument("--nsys-ai", type=Path, default=None, metavar="EXECUTABLE",
+                        help="nsys-ai's command (installed in its own venv) to time cold")
     parser.add_argument("--profile", action="store_true",
                         help="instead of the table: where analyze spends its time")
     parser.add_argument("--trace", type=Path, help="with --profile: this export instead")
+    parser.add_argument("--floor", type=Path, nargs=2, metavar=("TRACE", "TARGET"),
+                        help=argparse.SUPPRESS)  # the floor, run in its own process
     args = parser.parse_args()
+    if args.floor:
+        copy_floor(*args.floor)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     if args.profile and args.trace:
         profile(args.trace, args.out / f"profile-{args.trace.stem}.db")
@@ -233,7 +390,7 @@ def main() -> None:
             print(f"== {count:,} kernels", file=sys.stderr)
             profile(trace, args.out / f"profile-{count}.db")
         return
-    rows = []
+    inputs: list[tuple[str, Path]] = []
     for count in args.kernels:
         trace = args.out / f"bench-{count}.sqlite"
         if not trace.exists():
@@ -241,30 +398,21 @@ def main() -> None:
             build(trace, count)
             print(f"built {trace} ({trace.stat().st_size / 1e6:.0f} MB) in "
                   f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
-        store = args.out / f"store-{count}.db"
-        for leftover in args.out.glob(f"store-{count}.db*"):
-            leftover.unlink()
-        ours = peak_rss_mb([sys.executable, "-m", "tracekit", "analyze", str(trace), "--store",
-                            str(store), "--json"], args.out / f"analyze-{count}.json")
-        theirs: tuple[float, float, int] | None = None
-        if not args.skip_nsys and shutil.which("nsys"):
-            copy = args.out / f"nsys-copy-{count}.sqlite"
-            shutil.copyfile(trace, copy)
-            theirs = peak_rss_mb(["nsys", "stats", "--report", "gpukernsum", "--format", "csv",
-                                  "-o", "-", str(copy)], args.out / f"nsys-{count}.csv")
-            copy.unlink()
-        rows.append((count, ours, theirs))
-        print(f"{count:,} kernels: tracekit {ours[0]:.1f} s / {ours[1]:.0f} MB"
-              + (f"; nsys stats {theirs[0]:.1f} s / {theirs[1]:.0f} MB" if theirs else ""),
-              file=sys.stderr)
-    print("| kernels | tracekit analyze | peak RSS | nsys stats gpukernsum | peak RSS | ratio |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for count, ours, theirs in rows:
-        if theirs:
-            print(f"| {count:,} | {ours[0]:.1f} s | {ours[1]:.0f} MB | {theirs[0]:.1f} s | "
-                  f"{theirs[1]:.0f} MB | {ours[0] / theirs[0]:.2f}× |")
-        else:
-            print(f"| {count:,} | {ours[0]:.1f} s | {ours[1]:.0f} MB | – | – | – |")
+        inputs.append(("synthetic", trace))
+    for source in args.real:
+        for count in args.real_kernels:
+            inputs.append((source.stem, real_shaped(source, count, args.out)))
+    rows = []
+    for label, trace in inputs:
+        load = os.getloadavg()[0]
+        row = measure(label, trace, args.out, args.nsys_ai, args.skip_nsys)
+        rows.append(row)
+        print(f"{label} {row.kernels:,} kernels ({row.size_mb:.0f} MB; load average "
+              f"{load:.1f} → {os.getloadavg()[0]:.1f}): floor {seconds(row.floor)}, nsys stats "
+              f"{seconds(row.nsys)}, nsys-ai {seconds(row.nsys_ai)}, analyze "
+              f"{seconds(row.analyze)} / {row.analyze[1] if row.analyze else 0:.0f} MB, "
+              f"again {seconds(row.again)}", file=sys.stderr)
+    print(table(rows))
 
 
 if __name__ == "__main__":

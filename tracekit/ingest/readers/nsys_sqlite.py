@@ -105,6 +105,8 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     # are copied, and each kernel gets its step in the same INSERT … SELECT.
     counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
     if schema.has("kernel"):
+        # The launch table needs nothing else: built now, it overlaps the side's reads.
+        launches = _fill_launch_table(schema) if schema.has("runtime") else None
         counts["kernel_names"] = _copy_kernel_names(schema, params, reads.get("names"))
         counts["runtime_calls"] = (_copy_runtime(schema, params, reads.get("api_keys"))
                                    if schema.has("runtime") else 0)
@@ -113,11 +115,11 @@ def ingest(ctx: IngestContext) -> SourceInfo:
             if not schema.copier.native:
                 schema.copier.mirror_lookup(steps.lookup_table, steps.lookup_columns,
                                             steps.lookup_rows(ctx.connection))
-            counts["kernels"] = _copy_kernels(schema, params, steps)
+            counts["kernels"] = _copy_kernels(schema, params, launches, steps)
             steps.finish(ctx.connection)
             ctx.steps_attributed = True
         else:
-            counts["kernels"] = _copy_kernels(schema, params)
+            counts["kernels"] = _copy_kernels(schema, params, launches)
     counts["memory_ops"] = _copy_memory_ops(schema, params)
     processes, threads = _copy_processes_and_threads(schema, params)
     _copy_devices(schema, params)
@@ -325,7 +327,7 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any],
 LAUNCH_KEY = "((({pid} >> 24) & 16777215) << 32) | ({cid} & 4294967295)"
 
 
-def launch_table_sql(schema: SourceSchema, table: str) -> list[str]:
+def _launch_table_sql(schema: SourceSchema, table: str) -> list[str]:
     """Statements that make ``table``: launches, one per (process, correlationId).
 
     The earliest call is kept: when a runtime and a driver call share a correlation id, the
@@ -356,23 +358,21 @@ KERNEL_TARGETS: Sequence[str] = (
 
 
 @dataclass(frozen=True)
-class KernelSource:
-    """The kernel records as the source holds them, each joined to its launch and step.
-
-    """
+class _KernelSource:
+    """The kernel records as the source holds them, each joined to its launch and step."""
 
     from_sql: str
     launch: tuple[str, str, str]  # thread, CPU start, CPU end (SQL, NULL when unknown)
     step: tuple[str, str] | None  # step id, phase
 
 
-def kernel_source(schema: SourceSchema, launch_table: str | None,
-                  steps: StepAttribution | None) -> KernelSource:
+def _kernel_source(schema: SourceSchema, launch_table: str | None,
+                  steps: StepAttribution | None) -> _KernelSource:
     """FROM clause over the source's kernels with their launch (and step) joined."""
     kernel = schema.table("kernel")
     from_sql = f'src."{kernel}" AS k'
     if launch_table is None:
-        return KernelSource(from_sql, ("NULL", "NULL", "NULL"), None)
+        return _KernelSource(from_sql, ("NULL", "NULL", "NULL"), None)
     from_sql += f"""
         LEFT JOIN {launch_table} AS r
           ON r.key = {LAUNCH_KEY.format(pid='k.globalPid', cid='k.correlationId')}
@@ -381,19 +381,23 @@ def kernel_source(schema: SourceSchema, launch_table: str | None,
     if steps is not None:
         step_join, step = steps.join("r.tid", "r.s", "r.e")
         from_sql += "\n" + step_join
-    return KernelSource(from_sql, ("r.tid", "r.s", "r.e"), step)
+    return _KernelSource(from_sql, ("r.tid", "r.s", "r.e"), step)
 
 
-def _copy_kernels(schema: SourceSchema, params: dict[str, Any],
+def _fill_launch_table(schema: SourceSchema) -> str:
+    """Build the launch table where the kernel copy runs; returns its name."""
+    table = "temp.tracekit_launch"
+    for statement in _launch_table_sql(schema, table):
+        schema.copier.prepare(statement)
+    return table
+
+
+def _copy_kernels(schema: SourceSchema, params: dict[str, Any], launch_table: str | None,
                   steps: StepAttribution | None = None) -> int:
-    """All kernel records in one INSERT … SELECT, with their launch (and step, if given)."""
+    """All kernel records in one INSERT … SELECT, with their launch (from ``launch_table``,
+    ``_fill_launch_table``) and step, if given."""
     selected = ", ".join(schema.expr("kernel", target, "k") for target in KERNEL_TARGETS)
-    launch_table = None
-    if schema.has("runtime"):
-        launch_table = "temp.tracekit_launch"
-        for statement in launch_table_sql(schema, launch_table):
-            schema.copier.prepare(statement)
-    source = kernel_source(schema, launch_table, steps)
+    source = _kernel_source(schema, launch_table, steps)
     if "name_base" in params:  # the names got computable ids (see _copy_kernel_names)
         name_id, name_join = f":name_base + {_kernel_name_key(schema)}", ""
     else:
