@@ -292,7 +292,7 @@ class Row:
 def measure(label: str, trace: Path, out: Path, nsys_ai: Path | None, skip_nsys: bool) -> Row:
     """Every tool on ``trace``, one after the other, each in a fresh process."""
     row = Row(label, kernel_count(trace), trace.stat().st_size / 1e6)
-    stem = f"{label}-{row.kernels}"
+    stem = f"{trace.stem}-{row.kernels}"
     row.floor = peak_rss_mb([sys.executable, __file__, "--floor", str(trace),
                              str(out / f"floor-{stem}.db")], out / f"floor-{stem}.out")
     if not skip_nsys and shutil.which("nsys"):
@@ -401,7 +401,7 @@ def main() -> None:
         inputs.append(("synthetic", trace))
     for source in args.real:
         for count in args.real_kernels:
-            inputs.append((source.stem, real_shaped(source, count, args.out)))
+            inputs.append((f"real-shaped ({source.stem})", real_shaped(source, count, args.out)))
     rows = []
     for label, trace in inputs:
         load = os.getloadavg()[0]

@@ -1,8 +1,8 @@
 """Runs over time: list what the store holds, delete runs whole.
 
-Listing reads only the ``runs`` table (kernel counts come from the ingest's own tally in
-``meta_json``; a run without one is counted through the ``run_id`` index), so it stays
-instant on a team store with hundreds of 10^7-kernel runs.
+Listing reads only the ``runs`` table and the counts taken at ingest (``run_counts``; a
+run without them is counted through the ``run_id`` index), so it stays instant on a team
+store with hundreds of 10^7-kernel runs.
 
 Deleting removes a run's rows table by table, children first, in one transaction. On SQLite
 foreign-key enforcement is switched off for that transaction: every dependent row goes in
@@ -12,7 +12,6 @@ its own) for every deleted kernel name would scan the whole kernels table once p
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -21,7 +20,7 @@ from sqlalchemy import Connection, delete, func, select
 
 from tracekit.errors import StoreError
 from tracekit.store.db import Store
-from tracekit.store.schema import Base, Kernel, Run
+from tracekit.store.schema import Base, Kernel, Run, RunCount
 
 
 @dataclass(frozen=True)
@@ -51,23 +50,16 @@ def first_sentence(verdict: str | None) -> str | None:
     return next((line.strip() for line in verdict.splitlines() if line.strip()), None)
 
 
-def _kernel_count(meta_json: str | None) -> int | None:
-    try:
-        meta = json.loads(meta_json) if meta_json else None
-        count = meta["counts"]["kernels"] if isinstance(meta, dict) else None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return count if isinstance(count, int) else None
-
-
 def list_runs(connection: Connection) -> list[RunSummary]:
     """Every run, oldest first."""
     rows = connection.execute(select(
         Run.id, Run.created_at, Run.source_path, Run.format, Run.gpu, Run.engine,
-        Run.model_label, Run.label, Run.verdict, Run.meta_json).order_by(Run.id)).all()
+        Run.model_label, Run.label, Run.verdict).order_by(Run.id)).all()
+    counted = dict(connection.execute(
+        select(RunCount.run_id, RunCount.count).where(RunCount.name == "kernels")).all())
     summaries = []
     for row in rows:
-        kernels = _kernel_count(row.meta_json)
+        kernels = counted.get(row.id)
         if kernels is None:
             kernels = connection.execute(
                 select(func.count()).select_from(Kernel).where(Kernel.run_id == row.id)
