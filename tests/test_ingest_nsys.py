@@ -368,3 +368,34 @@ def test_a_trace_of_launches_only_has_no_runtime_rows(store, make_trace):
     assert scalar(store, "SELECT COUNT(*) FROM kernels WHERE run_id = :r", r=run_id) == 4
     assert scalar(store, "SELECT COUNT(*) FROM runtime_calls WHERE run_id = :r", r=run_id) == 0
     assert scalar(store, "SELECT COUNT(*) FROM api_names WHERE run_id = :r", r=run_id) >= 1
+
+
+def test_a_failed_side_read_is_read_again_on_the_store_connection(tmp_path, make_trace,
+                                                                 simple_scenario, monkeypatch):
+    """The side connection only saves time: when its reads fail (interrupted, a damaged
+    file), the ingest makes them itself and stores the same run."""
+    from concurrent.futures import Future
+
+    from tracekit.ingest.side import SideWork
+    from tracekit.store import open_store
+
+    trace = make_trace(simple_scenario)
+    expected = None
+    for failing in (False, True):
+        if failing:
+            def broken(self, job):  # type: ignore[no-untyped-def]
+                future: Future[object] = Future()
+                future.set_exception(sqlite3.OperationalError("interrupted"))
+                return future
+
+            monkeypatch.setattr(SideWork, "submit", broken)
+        opened = open_store(str(tmp_path / f"failing-{failing}.db"))
+        try:
+            result = ingest(opened, [trace], side_reads=True,
+                            step_attribution=IngestTimeSteps())
+            rows = _stored_rows(opened, result.run_id)
+        finally:
+            opened.dispose()
+        if expected is None:
+            expected = rows
+    assert rows == expected and rows["kernels"]

@@ -15,7 +15,8 @@ Correlation done here, once, at ingest:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from sqlalchemy import text
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.reader import IngestContext, SourceInfo, StepAttribution
+from tracekit.ingest.side import SideWork
 from tracekit.store.schema import NVTX_RANGE_KINDS
 
 #: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
@@ -107,10 +109,10 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     if schema.has("kernel"):
         # The launch table needs nothing else: built now, it overlaps the side's reads.
         launches = _fill_launch_table(schema) if schema.has("runtime") else None
-        counts["kernel_names"] = _copy_kernel_names(schema, params, reads.get("names"))
-        counts["runtime_calls"] = (_copy_runtime(schema, params, reads.get("api_keys"))
+        counts["kernel_names"] = _copy_kernel_names(schema, params, reads.result("names"))
+        counts["runtime_calls"] = (_copy_runtime(schema, params, reads.result("api_keys"))
                                    if schema.has("runtime") else 0)
-        found = reads["markers"].result() if "markers" in reads else None
+        found = reads.result("markers")
         if steps is not None and steps.prepare(ctx.connection, ctx.run_id, found):
             if not schema.copier.native:
                 schema.copier.mirror_lookup(steps.lookup_table, steps.lookup_columns,
@@ -129,7 +131,7 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         producer_version=product_version,
         schema_version=schema_version,
         meta_json=json.dumps(meta, sort_keys=True),
-        counts=_run_counts(counts, processes, threads, reads.get("nvtx_kinds"),
+        counts=_run_counts(counts, processes, threads, reads.result("nvtx_kinds"),
                            schema.has("nvtx")),
     )
 
@@ -145,38 +147,62 @@ def _run_counts(counts: dict[str, int], processes: int, threads: int,
     if not has_nvtx:
         known.update(nvtx_ranges=0, nvtx_marks=0, nvtx_domains=0)
     elif nvtx_kinds is not None:
-        ranges, marks, domains = nvtx_kinds.result()
+        ranges, marks, domains = nvtx_kinds
         known.update(nvtx_ranges=int(ranges), nvtx_marks=int(marks), nvtx_domains=int(domains))
     return known
 
 
-def _side_reads(ctx: IngestContext, schema: SourceSchema,
-                steps: StepAttribution | None) -> dict[str, Future[Any]]:
+class SideReads:
     """Passes over the source that the side connection makes while this one copies NVTX.
 
     Each is a read of the source whose few result rows this connection needs later: the
     distinct kernel names and API names, the texts of step markers, the NVTX events counted
-    by kind. Only for SQLite stores (others read texts through their own driver rules).
+    by kind. They only save time: a read that was not made, or failed (the side connection
+    interrupted, a damaged file), gives None, and this connection reads it itself, with the
+    same SQL and the errors the ingest reports.
     """
+
+    def __init__(self) -> None:
+        self._futures: dict[str, Future[Any]] = {}
+
+    def start(self, side: SideWork, name: str, job: Callable[[sqlite3.Connection], Any]
+              ) -> None:
+        """Queue ``job`` on the side connection under ``name``."""
+        self._futures[name] = side.submit(job)
+
+    def result(self, name: str) -> Any:
+        """What the read gave, or None (not made, or failed)."""
+        future = self._futures.get(name)
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except (sqlite3.Error, RuntimeError):
+            return None
+
+
+def _side_reads(ctx: IngestContext, schema: SourceSchema,
+                steps: StepAttribution | None) -> SideReads:
+    """Start the side connection's reads (SQLite stores only: others keep texts by their
+    own driver rules, so the store must be read for the same values)."""
+    reads = SideReads()
     side = ctx.side
     if side is None or not schema.copier.native:
-        return {}
-    reads: dict[str, Future[Any]] = {}
+        return reads
     if schema.has("kernel"):
         sql = _name_keys_sql(schema)
-        reads["names"] = side.submit(lambda connection: connection.execute(sql).fetchall())
+        reads.start(side, "names", lambda connection: connection.execute(sql).fetchall())
     if schema.has("runtime"):
         api_sql = _api_keys_sql(schema)
-        reads["api_keys"] = side.submit(
-            lambda connection: connection.execute(api_sql).fetchall())
+        reads.start(side, "api_keys", lambda connection: connection.execute(api_sql).fetchall())
     if steps is not None and schema.has("nvtx"):
         marker_sql = _marker_candidates_sql(schema, steps.prefilters())
-        reads["markers"] = side.submit(lambda connection: [
+        reads.start(side, "markers", lambda connection: [
             str(row[0]) for row in connection.execute(marker_sql)])
     if schema.has("nvtx"):
         count_sql = _nvtx_count_sql(schema)
-        reads["nvtx_kinds"] = side.submit(
-            lambda connection: connection.execute(count_sql).fetchone())
+        reads.start(side, "nvtx_kinds",
+                    lambda connection: connection.execute(count_sql).fetchone())
     return reads
 
 
@@ -204,11 +230,11 @@ def _name_keys_sql(schema: SourceSchema) -> str:
 
 
 def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any],
-                       keys: Future[list[tuple[Any, ...]]] | None = None) -> int:
+                       keys: list[tuple[Any, ...]] | None = None) -> int:
     """One row per distinct demangled name (one DISTINCT pass over the kernel table).
 
-    ``keys``: the distinct pass as the side connection made it (``_name_keys_sql``);
-    without it the pass runs here.
+    ``keys``: the distinct pass's rows as the side connection read them (``_name_keys_sql``);
+    without them the pass runs here.
 
     On a SQLite store each name's id is ``name_base + its source string id``, so the kernel
     copy computes ``name_id`` instead of joining 10^7 rows to this table (3 s at 10^7
@@ -219,7 +245,7 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any],
     """
     if keys is not None:
         schema.copier.temp_rows("tk_kernel_name_keys", ("name_key", "short_key", "mangled_key"),
-                                keys.result())
+                                keys)
     else:
         schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_kernel_name_keys")
         schema.copier.prepare(f"CREATE TEMP TABLE tk_kernel_name_keys AS {_name_keys_sql(schema)}")
@@ -271,15 +297,15 @@ def _api_keys_sql(schema: SourceSchema) -> str:
 
 
 def _copy_runtime(schema: SourceSchema, params: dict[str, Any],
-                  keys: Future[list[tuple[Any, ...]]] | None = None) -> int:
+                  keys: list[tuple[Any, ...]] | None = None) -> int:
     """API names, and the runtime/driver calls that are not kernel launches.
 
-    ``keys``: the distinct API name ids as the side connection found them.
+    ``keys``: the distinct API name ids as the side connection read them.
     """
     runtime = schema.table("runtime")
     name_key = schema.expr("runtime", "name_key", "r")
     if keys is not None:
-        schema.copier.temp_rows("tk_api_keys", ("key",), keys.result())
+        schema.copier.temp_rows("tk_api_keys", ("key",), keys)
     else:
         schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_api_keys")
         schema.copier.prepare(f"CREATE TEMP TABLE tk_api_keys AS {_api_keys_sql(schema)}")
