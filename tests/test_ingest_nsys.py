@@ -317,7 +317,8 @@ def _stored_rows(store: Store, run_id: int) -> dict[str, list[tuple]]:
                 for table, sql in queries.items()}
 
 
-@pytest.mark.parametrize("trace_name", ["scenario", "domains", "nsys-ai/h100_2gpu_1s.sqlite",
+@pytest.mark.parametrize("trace_name", ["scenario", "domains", "damaged",
+                                        "nsys-ai/h100_2gpu_1s.sqlite",
                                         "nsys-ai/mfu_2gpu_before.sqlite"])
 def test_side_connection_reads_change_nothing_stored(tmp_path, make_trace, simple_scenario,
                                                      shared_trace, trace_name):
@@ -333,6 +334,11 @@ def test_side_connection_reads_change_nothing_stored(tmp_path, make_trace, simpl
                      domain="vllm"),
             StepSpec("execute_context_0(0)_generation_2(2)", [KernelSpec(ELEMENTWISE, 500)]),
         ])]))
+    elif trace_name == "damaged":  # name keys that are text, one of it invalid UTF-8
+        trace = _variant(make_trace(simple_scenario), tmp_path / "damaged.sqlite", [
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = CAST(X'ff41' AS TEXT) "
+            "WHERE rowid % 3 = 0",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 'text' WHERE rowid % 3 = 1"])
     else:
         trace = shared_trace(trace_name)
     rows = []
@@ -344,7 +350,10 @@ def test_side_connection_reads_change_nothing_stored(tmp_path, make_trace, simpl
         finally:
             opened.dispose()
     assert rows[0] == rows[1]
-    assert rows[1]["kernels"]
+    raw = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+    (kernels,) = raw.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    raw.close()
+    assert len(rows[1]["kernels"]) == kernels
 
 
 def test_runtime_calls_other_than_launches_are_kept(store, shared_trace):

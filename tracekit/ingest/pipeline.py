@@ -182,17 +182,19 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
         return IngestResult(existing, True, spec.id)
     display = str(inputs[0]) if len(inputs) == 1 else f"{inputs[0]} (+{len(inputs) - 1})"
     hashing = BackgroundHash(files) if origin.digest is None else None
-    side: SideWork | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="tracekit-") as scratch:
             spec_read, readable = _convert(spec, files, work_dir or Path(scratch))
             source = readable[0] if spec_read.reader in SQLITE_SOURCE_READERS else None
             side = SideWork(source) if side_reads and source is not None else None
-            result = _ingest_run(store, spec, spec_read, readable, source, side, origin,
-                                 hashing, display, label, allow_no_kernels, step_attribution)
+            try:
+                result = _ingest_run(store, spec, spec_read, readable, source, side, origin,
+                                     hashing, display, label, allow_no_kernels,
+                                     step_attribution)
+            finally:
+                if side is not None:  # before the converted file's folder goes
+                    side.close(interrupt=True)
     finally:
-        if side is not None:
-            side.close(interrupt=True)
         if hashing is not None:
             hashing.cancel()
     if result.existing:

@@ -218,6 +218,13 @@ def _kernel_name_key(schema: SourceSchema) -> str:
             f"{schema.expr('kernel', 'short_name_key', 'k')}, -1)")
 
 
+def _plain_ids(rows: list[tuple[Any, ...]]) -> bool:
+    """Whether string ids read on the side connection can be written back unchanged: only
+    integers and NULLs survive the trip through Python as they were (a damaged file's text
+    would come back with invalid UTF-8 replaced, and no longer match the source's)."""
+    return all(value is None or type(value) is int for row in rows for value in row)
+
+
 def _name_keys_sql(schema: SourceSchema) -> str:
     """Each distinct kernel name's string id, with its short and mangled names' ids."""
     return f"""
@@ -243,7 +250,7 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any],
     file's text or huge keys would not add up to distinct ids, and take the join. Other
     stores assign ids themselves and the kernel SELECT joins the mirrored table.
     """
-    if keys is not None:
+    if keys is not None and _plain_ids(keys):
         schema.copier.temp_rows("tk_kernel_name_keys", ("name_key", "short_key", "mangled_key"),
                                 keys)
     else:
@@ -304,7 +311,7 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any],
     """
     runtime = schema.table("runtime")
     name_key = schema.expr("runtime", "name_key", "r")
-    if keys is not None:
+    if keys is not None and _plain_ids(keys):
         schema.copier.temp_rows("tk_api_keys", ("key",), keys)
     else:
         schema.copier.prepare("DROP TABLE IF EXISTS temp.tk_api_keys")
