@@ -7,8 +7,8 @@ command's own); also by hand::
 
 Prints one JSON object on the last line of stdout: seconds per stage (wall clock; a stage
 called twice adds up), ``total`` from interpreter start to the end of the command (imports
-included), ``peak_rss_mib`` (``ru_maxrss``) and the peak when each stage had returned. The stages are the real functions of the
-command, wrapped; nothing else changes.
+included), ``peak_rss_mib`` (``ru_maxrss``) and the peak when each stage had returned. The
+stages are the real functions of the command, wrapped; nothing else changes.
 """
 
 from __future__ import annotations
