@@ -14,7 +14,7 @@ from tracekit.errors import InputError
 from tracekit.ingest import pipeline
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers import nsys_sqlite
-from tracekit.phases.stage import IngestTimeSteps
+from tracekit.phases.ingest_time import IngestTimeSteps
 from tracekit.store.db import Store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, kernel_totals
 

@@ -20,8 +20,10 @@ from sqlalchemy import text
 from tracekit.aggregate import refresh_kernel_groups
 from tracekit.ingest.pipeline import ingest
 from tracekit.phases.heuristics import load_signals
+from tracekit.phases.ingest_time import IngestTimeSteps
 from tracekit.phases.markers import check_examples, load_markers, parse_marker_file
-from tracekit.phases.stage import IngestTimeSteps, PhaseReport, attribute_phases
+from tracekit.phases.report import PhaseReport
+from tracekit.phases.stage import attribute_phases
 from tracekit.report.document import kernels, phase_attribution, phases
 from tracekit.store.db import Store, open_store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
@@ -89,8 +91,9 @@ def store_of(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callabl
             store.dispose()
 
 
-#: Runs whose kernels got their steps during ingest (IngestTimeSteps); analyze() completes them.
-ATTRIBUTED_AT_INGEST: set[tuple[int, int]] = set()
+#: What the ingest did toward phases, per (store, run) ingested in "ingest" mode; analyze()
+#: hands it to the stage, which completes the work.
+INGEST_STEPS: dict[tuple[int, int], IngestTimeSteps] = {}
 
 
 @pytest.fixture(autouse=True, params=["stage", "ingest"])
@@ -111,9 +114,10 @@ def build_and_ingest(tmp_path: Path, scenario: Scenario, name: str = "trace.sqli
         connection.close()
     store = store_of() if store_of is not None else new_store(tmp_path)
     at_ingest = MODE["attribution"] == "ingest"
-    result = ingest(store, [path], step_attribution=IngestTimeSteps() if at_ingest else None)
-    if result.steps_attributed:
-        ATTRIBUTED_AT_INGEST.add((id(store), result.run_id))
+    steps = IngestTimeSteps() if at_ingest else None
+    result = ingest(store, [path], step_attribution=steps)
+    if steps is not None:
+        INGEST_STEPS[(id(store), result.run_id)] = steps
     return store, result.run_id
 
 
@@ -142,9 +146,9 @@ def analyze(store: Store, run_id: int) -> tuple[PhaseReport, dict[str, Any], dic
         if not connection.execute(text("SELECT 1 FROM classifications WHERE run_id = :r"),
                                   {"r": run_id}).first():
             classify(connection, run_id)
-        from_ingest = (id(store), run_id) in ATTRIBUTED_AT_INGEST
-        ATTRIBUTED_AT_INGEST.discard((id(store), run_id))  # a second analyze re-runs it all
-        report = attribute_phases(connection, run_id, steps_from_ingest=from_ingest)
+        # a second analyze of the same run re-runs it all
+        steps = INGEST_STEPS.pop((id(store), run_id), None)
+        report = attribute_phases(connection, run_id, ingest=steps)
         refresh_kernel_groups(connection, run_id)  # the document reads per-phase groups
         table = phases(connection, run_id, kernels(connection, run_id))
         how = phase_attribution(connection, run_id, table)

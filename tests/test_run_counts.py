@@ -16,7 +16,7 @@ from tests.conftest import BF16_GEMM, ELEMENTWISE
 from tests.helpers import make_old_store
 from tracekit.analysis import AnalysisOptions, analyze
 from tracekit.ingest.pipeline import ingest
-from tracekit.phases.stage import IngestTimeSteps
+from tracekit.phases.ingest_time import IngestTimeSteps
 from tracekit.store import open_store
 from tracekit.store.counts import NAMES, count_records, run_counts
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec

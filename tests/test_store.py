@@ -210,7 +210,7 @@ def test_kernel_select_searches_its_lookups(store_url: str, tmp_path: Path,
     mirrors without declared types or unique keys once made it scan per kernel (10^5
     kernels: 40 s instead of 4 s)."""
     from tracekit.ingest import bulk
-    from tracekit.phases.stage import IngestTimeSteps
+    from tracekit.phases.ingest_time import IngestTimeSteps
 
     plans: list[str] = []
     copy = bulk.BulkCopier.copy

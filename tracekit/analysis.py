@@ -20,7 +20,7 @@ from tracekit.report.document import build_document
 from tracekit.store.db import Store
 
 if TYPE_CHECKING:
-    from tracekit.phases.markers import StepInfo
+    from tracekit.phases.ingest_time import IngestTimeSteps
 
 
 @dataclass
@@ -68,7 +68,7 @@ def check_inputs(paths: Sequence[Path], label: str | None) -> None:
 
 def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> AnalysisResult:
     """Ingest ``paths`` (or find them in the store) and run every analysis stage."""
-    from tracekit.phases.stage import IngestTimeSteps
+    from tracekit.phases.ingest_time import IngestTimeSteps
 
     steps = IngestTimeSteps()
     ingested: IngestResult = ingest(store, paths, work_dir=options.work_dir,
@@ -86,22 +86,19 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> An
                 document = build_document(connection, ingested.run_id)
             document["warnings"] = []
             return AnalysisResult(ingested.run_id, True, document)
-    fresh = not ingested.existing
     document = run_stages(store, ingested.run_id, options,
-                          steps_from_ingest=ingested.steps_attributed and fresh,
-                          marker_infos=steps.marker_infos if fresh else None)
+                          ingest_steps=None if ingested.existing else steps)
     return AnalysisResult(ingested.run_id, ingested.existing, document)
 
 
 def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
-               steps_from_ingest: bool = False,
-               marker_infos: dict[str, StepInfo] | None = None) -> dict[str, Any]:
+               ingest_steps: IngestTimeSteps | None = None) -> dict[str, Any]:
     """Classification, phases and findings for one run, in one transaction.
 
-    ``steps_from_ingest``: the ingest just made the marker steps and attributed kernels to
-    them as it copied them; the phases stage only completes that work, and the per-name
-    groups are summed meanwhile on a second connection (kept unless phases rewrote kernels).
-    ``marker_infos``: the marker texts the ingest already found.
+    ``ingest_steps``: what the ingest that just stored the run did toward phases. When it
+    made the marker steps and gave each kernel its step as it copied them, the phases stage
+    only completes that work, and the per-name groups are summed meanwhile on a second
+    connection (kept unless phases rewrote kernels).
     """
     from tracekit.aggregate import GroupsInBackground, refresh_kernel_groups, write_kernel_groups
     from tracekit.classify import load_ruleset
@@ -112,7 +109,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
 
     ruleset = load_ruleset(options.rules_dirs)
     expectations = load_expectations(options)
-    in_background = steps_from_ingest and store.shared_by_connections
+    in_background = ingest_steps is not None and ingest_steps.attributed \
+        and store.shared_by_connections
     groups = GroupsInBackground(store, run_id) if in_background else nullcontext()
     with groups, store.begin() as connection:
         arch = resolve_devices(connection, run_id, expectations.gpu_arch, options.gpu)
@@ -122,8 +120,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                 "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
         classify_run(connection, run_id, ruleset, arch=arch)
-        phases = attribute_phases(connection, run_id, steps_from_ingest=steps_from_ingest,
-                                  marker_infos=marker_infos)
+        phases = attribute_phases(connection, run_id, ingest=ingest_steps)
         if isinstance(groups, GroupsInBackground) and not phases.kernels_rewritten:
             write_kernel_groups(connection, run_id, groups.rows())
         else:

@@ -73,7 +73,6 @@ class IngestResult:
     run_id: int
     existing: bool
     format: str
-    steps_attributed: bool = False
 
 
 def expand_inputs(inputs: Sequence[Path]) -> list[Path]:
@@ -295,7 +294,7 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
     except DBAPIError as exc:
         raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
                          ) from None
-    return IngestResult(int(run_id), False, spec.id, steps_attributed=ctx.steps_attributed)
+    return IngestResult(int(run_id), False, spec.id)
 
 
 def _store_write_error(store: Store, exc: OperationalError) -> Exception:

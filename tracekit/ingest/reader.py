@@ -22,8 +22,10 @@ from tracekit.ingest.spec import FormatSpec
 class StepAttribution(Protocol):
     """Optional: attribute kernels to engine steps while copying them (one pass, no UPDATE).
 
-    Implemented by ``tracekit.phases.stage.IngestTimeSteps`` and handed over by the analysis
-    pipeline; readers that copy kernels with one INSERT … SELECT may use it.
+    Implemented by ``tracekit.phases.ingest_time.IngestTimeSteps`` and handed over by the
+    analysis pipeline, which gives the same object to the phases stage afterwards: it records
+    what was done. Readers that copy kernels with one INSERT … SELECT may use it: when
+    ``prepare`` returns True they must select ``join``'s columns for every kernel.
     """
 
     lookup_table: str
@@ -49,8 +51,6 @@ class IngestContext:
     allow_no_kernels: bool = False
     copier: BulkCopier = field(default=None)  # type: ignore[assignment]  # SQLite sources only
     step_attribution: StepAttribution | None = None
-    #: set by a reader that used ``step_attribution``: kernels already carry their steps
-    steps_attributed: bool = False
     #: a second connection on the source, for reads beside the copy (SQLite sources, when
     #: the caller asked for it; ``tracekit.ingest.side``)
     side: SideWork | None = None

@@ -27,14 +27,12 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, text
 
 from tracekit.errors import RuleFileError
-
-if TYPE_CHECKING:
-    from tracekit.phases.stage import PhaseReport
+from tracekit.phases.report import PhaseReport
 
 try:
     import tomllib
@@ -154,7 +152,6 @@ def _drop(connection: Connection) -> None:
 def attribute(connection: Connection, run_id: int, ranges: int = 0,
               signals: SignalSet | None = None) -> PhaseReport:
     """Heuristic steps and kernel phases for a run without markers."""
-    from tracekit.phases.stage import PhaseReport
 
     signals = signals or load_signals()
     names: dict[int, str] = dict(connection.execute(text(

@@ -12,15 +12,18 @@ ranges: it goes to the heuristics, which say so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
 from tracekit.phases import attribute, heuristics
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
+from tracekit.phases.report import PhaseReport
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import NVTX_RANGE_KINDS
+
+if TYPE_CHECKING:
+    from tracekit.phases.ingest_time import IngestTimeSteps
 
 #: SQL list of the nvtx_ranges kinds a step's CPU range can have: not marks, not domain
 #: bookkeeping, not the GPU-side copies of torch annotations (``gpu_user_annotation`` →
@@ -28,50 +31,26 @@ from tracekit.store.schema import NVTX_RANGE_KINDS
 _RANGE_KINDS_SQL = ", ".join(f"'{kind}'" for kind in NVTX_RANGE_KINDS)
 
 
-@dataclass
-class PhaseReport:
-    """What the stage did, for logs, tests and the analysis document."""
-
-    method: str  # "marker" | "heuristic" | "none"
-    message: str
-    engines: list[str] = field(default_factory=list)
-    marker_ranges: int = 0
-    idle_markers: int = 0
-    nested_dropped: int = 0
-    steps: dict[str, int] = field(default_factory=dict)
-    kernels_by_launch: int = 0
-    kernels_by_gpu_time: int = 0
-    kernels_heuristic: int = 0
-    signals: dict[str, int] = field(default_factory=dict)
-    #: False when the stage left the kernel records as they were (steps attributed while
-    #: copying and no GPU-time fallback, or nothing to attribute): sums taken before hold.
-    kernels_rewritten: bool = True
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready)."""
-        return dict(self.__dict__)
-
-
 def attribute_phases(connection: Connection, run_id: int,
                      markers: MarkerSet | None = None, *,
-                     steps_from_ingest: bool = False,
-                     marker_infos: dict[str, StepInfo] | None = None) -> PhaseReport:
+                     ingest: IngestTimeSteps | None = None) -> PhaseReport:
     """Find steps and attribute every kernel of ``run_id`` to one (or leave it unattributed).
 
-    ``steps_from_ingest``: the reader already made the marker steps and gave each kernel its
-    launch step as it copied them (``prepare_steps``); only the GPU projection, the fallback
-    for kernels without a launch record and the report remain. ``marker_infos``: the run's
-    marker texts as the ingest already found them (reading every range text once is enough).
+    ``ingest``: what the ingest that just stored this run did toward phases. When it made the
+    marker steps and gave each kernel its launch step as it copied them, only the GPU
+    projection, the fallback for kernels without a launch record and the report remain; the
+    marker texts it found are not read again.
     """
     markers = markers or load_markers()
+    attributed = ingest is not None and ingest.attributed
     rewritten = False
-    if not steps_from_ingest:
+    if not attributed:
         rewritten = reset(connection, run_id)
-    infos = (marker_infos if marker_infos is not None
+    infos = (ingest.marker_infos if ingest is not None and ingest.marker_infos is not None
              else marker_texts(connection, run_id, markers))
     if infos:
-        report = _from_markers(connection, run_id, infos, kernels_attributed=steps_from_ingest)
-        rewritten = rewritten or not steps_from_ingest or report.kernels_by_gpu_time > 0
+        report = _from_markers(connection, run_id, infos, kernels_attributed=attributed)
+        rewritten = rewritten or not attributed or report.kernels_by_gpu_time > 0
     else:
         report = heuristics.attribute(connection, run_id, ranges=_range_count(connection, run_id))
         rewritten = rewritten or report.method != "none"
@@ -233,50 +212,3 @@ def _load_marker_table(connection: Connection, infos: dict[str, StepInfo]) -> No
           "prefill_tokens": info.prefill_tokens, "decode_tokens": info.decode_tokens,
           "prefill_requests": info.prefill_requests, "decode_requests": info.decode_requests}
          for marker_text, info in infos.items()])
-
-
-class IngestTimeSteps:
-    """Step attribution done while a reader copies kernels (see ``IngestContext``).
-
-    Passed to the ingest by the analysis pipeline, so ``tracekit.ingest`` never imports the
-    phases package: ``prepare`` makes the marker steps once the NVTX ranges are in the
-    store; ``join`` gives SQL for each copied kernel's (step_id, phase); ``finish`` drops
-    the scratch lookup. ``attribute_phases(..., steps_from_ingest=True)`` completes the job.
-    """
-
-    lookup_table = "tk_phase_steps"
-    lookup_columns = ("global_tid", "start_ns", "end_ns", "id", "phase")
-
-    def __init__(self, markers: MarkerSet | None = None) -> None:
-        self._markers = markers
-        #: the run's marker texts, once ``prepare`` has looked (for ``attribute_phases``)
-        self.marker_infos: dict[str, StepInfo] | None = None
-
-    def prefilters(self) -> list[str]:
-        """SQL LIKE patterns a range text must match to be looked at as a step marker."""
-        return (self._markers or load_markers()).prefilters()
-
-    def prepare(self, connection: Connection, run_id: int,
-                candidates: list[str] | None = None) -> bool:
-        """Make the steps and the lookup; False when the stage must do it all later.
-
-        ``candidates``: the run's distinct range texts that match ``prefilters``, when the
-        reader found them in the source itself; else they are read from the stored ranges.
-        """
-        markers = self._markers or load_markers()
-        self.marker_infos = (markers.parse_all(candidates) if candidates is not None
-                             else marker_texts(connection, run_id, markers))
-        return prepare_steps(connection, run_id, self.marker_infos)
-
-    def lookup_rows(self, connection: Connection) -> list[tuple[Any, ...]]:
-        """The lookup's rows, for stores whose kernel SELECT runs on a side connection."""
-        return [tuple(row) for row in connection.execute(text(
-            f"SELECT {', '.join(self.lookup_columns)} FROM {self.lookup_table}"))]
-
-    def join(self, tid: str, start: str, end: str) -> tuple[str, tuple[str, str]]:
-        """A JOIN clause and the (step_id, phase) expressions for a kernel's launch columns."""
-        return attribute.launch_step_join(tid, start, end)
-
-    def finish(self, connection: Connection) -> None:
-        """Drop the scratch lookup."""
-        attribute.drop_temp_tables(connection)

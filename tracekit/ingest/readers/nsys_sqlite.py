@@ -119,7 +119,6 @@ def ingest(ctx: IngestContext) -> SourceInfo:
                                             steps.lookup_rows(ctx.connection))
             counts["kernels"] = _copy_kernels(schema, params, launches, steps)
             steps.finish(ctx.connection)
-            ctx.steps_attributed = True
         else:
             counts["kernels"] = _copy_kernels(schema, params, launches)
     counts["memory_ops"] = _copy_memory_ops(schema, params)
