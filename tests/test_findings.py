@@ -19,7 +19,8 @@ from sqlalchemy import select
 from tracekit.aggregate import refresh_kernel_groups
 from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_declaration
 from tracekit.expect.logs import LogEvidence, match_line
-from tracekit.findings.engine import FindingContext, PathTime, evaluate, verdict_sentences
+from tracekit.findings import FindingContext, evaluate, verdict_sentences
+from tracekit.findings.model import PathTime
 from tracekit.findings.rules import SEVERITY_ORDER, at_or_above, load_rules
 from tracekit.findings.stage import evaluate_run
 from tracekit.store import open_store

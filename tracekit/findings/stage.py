@@ -18,15 +18,11 @@ from sqlalchemy import Connection, and_, delete, func, insert, select, update
 from tracekit.expect.checkpoint import Declaration
 from tracekit.expect.gpu import arch_from_gpu_name, device_arch, normalize_arch
 from tracekit.expect.logs import LogEvidence
-from tracekit.findings.engine import (
-    AttentionTime,
-    Finding,
-    FindingContext,
-    KernelTime,
-    PathTime,
-    evaluate,
-    verdict_sentences,
-)
+from tracekit.findings.checks import evaluate
+from tracekit.findings.judgement import judge_run
+from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime, PathTime
+from tracekit.findings.rules import load_rules
+from tracekit.findings.verdict import verdict_sentences
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import (
     Classification,
@@ -67,8 +63,9 @@ def evaluate_run(
         log_evidence=tuple(log_evidence),
         unknown_threshold=unknown_threshold,
     )
-    findings = evaluate(ctx)
-    verdict = "\n".join(verdict_sentences(ctx))
+    judged = judge_run(ctx, load_rules())  # one judgement per phase, for findings and verdict
+    findings = evaluate(ctx, judged)
+    verdict = "\n".join(verdict_sentences(ctx, judged))
     connection.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
     if findings:
         connection.execute(

@@ -1,0 +1,358 @@
+"""The findings of a run: each rule of ``rules/_findings.toml`` and when it fires.
+
+The code decides *when* (the conditions named by each rule's ``when``); the data decides the
+id, severity and wording. The expectation findings (silent fallback and its kin) come from the
+run's per-phase judgement (``judgement.py``); the others from the aggregated steps, NVTX
+counts, link counts, kernel architectures, attention kernels and engine log lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tracekit.expect.gpu import kernel_archs, native_paths, runs_on
+from tracekit.findings.judgement import (
+    SIXTEEN_BIT_PATHS,
+    Judgement,
+    PhaseTime,
+    RunJudgement,
+    judge_run,
+)
+from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime
+from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
+from tracekit.vocabulary import QUANTIZED_PATHS
+
+_FALLBACK_LOG_KINDS = frozenset({"fallback-warning", "emulation"})
+_QUANT_WORDS = ("fp8", "fp4", "e4m3", "e5m2", "e2m1", "int8", "nvfp4", "mxfp4")
+
+
+
+def evaluate(ctx: FindingContext, judged: RunJudgement | None = None) -> list[Finding]:
+    """Every finding for one run, most severe first (then in rule order).
+
+    ``judged``: the run's per-phase judgement when the caller made it already (the verdict
+    sentences read the same one).
+    """
+    rules = load_rules()
+    judged = judged if judged is not None else judge_run(ctx, rules)
+    phases = list(judged.phases)
+    findings: list[Finding] = []
+    findings += _expectation_findings(list(judged.judgements), phases, ctx, rules)
+    findings += _unknown_findings(phases, ctx, rules)
+    findings += _step_findings(ctx, rules)
+    findings += _nvtx_findings(ctx, rules)
+    findings += _link_findings(ctx, rules)
+    findings += _arch_findings(ctx, rules)
+    findings += _kv_cache_findings(ctx, rules)
+    findings += _log_findings(findings, ctx, rules)
+    order = {rule_id: i for i, rule_id in enumerate(rules.rules)}
+    return sorted(findings, key=lambda f: (-SEVERITY_ORDER[f.severity], order.get(f.rule, 0)))
+
+
+def _make(
+    rules: FindingRules,
+    rule_id: str,
+    *,
+    phase: str | None,
+    share: float | None,
+    evidence: list[dict[str, Any]],
+    fields: dict[str, Any] | None = None,
+) -> Finding:
+    rule = rules.rule(rule_id)
+    if rule.hint:  # the findings table has no hint column: keep it with the evidence
+        evidence = [*evidence, {"source": "hint", "text": rule.hint}]
+    return Finding(
+        rule=rule.id,
+        severity=rule.severity,
+        message=rule.render(**{"phase": phase, "share": share, **(fields or {})}),
+        phase=phase,
+        share=share,
+        evidence=evidence,
+        hint=rule.hint,
+    )
+
+
+_STATE_RULES = {
+    "fallback": "silent-fallback",
+    "unverified": "fallback-unverified",
+    "hardware_limited": "hardware-limited",
+    "native_unused": "native-unused",
+}
+
+
+def _top_kernels(
+    ctx: FindingContext, phase: str, paths: Iterable[str], limit: int = 3
+) -> list[dict[str, Any]]:
+    wanted = set(paths)
+    rows = [
+        k
+        for k in ctx.kernels
+        if k.is_gemm and (k.phase or "unattributed") == phase and k.path in wanted
+    ]
+    rows.sort(key=lambda k: -k.ns)
+    return [{"source": "kernel", "name": k.name, "path": k.path, "ns": k.ns} for k in rows[:limit]]
+
+
+def _expectation_findings(
+    judgements: Sequence[Judgement],
+    phases: Sequence[PhaseTime],
+    ctx: FindingContext,
+    rules: FindingRules,
+) -> list[Finding]:
+    findings = []
+    decl = ctx.declaration
+    for judgement, phase in zip(judgements, phases, strict=True):
+        rule_id = _STATE_RULES.get(judgement.state)
+        if rule_id is None:
+            continue
+        observed_paths = judgement.observed.split(" + ")
+        evidence: list[dict[str, Any]] = [
+            {
+                "source": "gemm_time",
+                "phase": phase.phase,
+                "path": p,
+                "ns": phase.by_path.get(p, 0),
+                "share": phase.by_path.get(p, 0) / phase.total,
+            }
+            for p in sorted(phase.by_path, key=lambda p: -phase.by_path[p])
+        ]
+        evidence += _top_kernels(ctx, phase.phase, observed_paths)
+        if decl is not None:
+            evidence.append(
+                {
+                    "source": "checkpoint",
+                    "format": decl.format,
+                    "path": decl.path,
+                    "file": decl.source,
+                    "kv_cache": decl.kv_cache,
+                }
+            )
+            # What the judgement compared, in words other stages can read back (the
+            # roofline's fallback estimate re-costs the observed paths on the expected one).
+            evidence.append(
+                {
+                    "source": "judgement",
+                    "state": judgement.state,
+                    "observed": [p for p in observed_paths if p in phase.by_path],
+                    "expected": decl.path,
+                    "weights": decl.weights,
+                    "activations": decl.activations,
+                }
+            )
+        if ctx.gpu_arch:
+            evidence.append(
+                {
+                    "source": "gpu",
+                    "arch": ctx.gpu_arch,
+                    "name": ctx.gpu_name,
+                    "native": sorted(native_paths(ctx.gpu_arch)),
+                }
+            )
+        evidence += [e.as_dict() for e in ctx.log_evidence if e.kind != "device"]
+        findings.append(
+            _make(
+                rules,
+                rule_id,
+                phase=phase.phase,
+                share=judgement.share,
+                evidence=evidence,
+                fields=judgement.fields,
+            )
+        )
+    return findings
+
+
+def _unknown_findings(
+    phases: Sequence[PhaseTime], ctx: FindingContext, rules: FindingRules
+) -> list[Finding]:
+    findings = []
+    for phase in phases:
+        share = phase.by_path.get("unknown", 0) / phase.total
+        if share <= ctx.unknown_threshold:
+            continue
+        top = _top_kernels(ctx, phase.phase, ["unknown"])
+        examples = ", ".join(f"`{k['name'][:80]}`" for k in top[:2]) or "unnamed kernels"
+        findings.append(
+            _make(
+                rules,
+                "unknown-gemm-time",
+                phase=phase.phase,
+                share=share,
+                evidence=top,
+                fields={"threshold": ctx.unknown_threshold, "examples": examples},
+            )
+        )
+    return findings
+
+
+def _step_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    if ctx.marker_steps > 0 or not (ctx.gemm or ctx.kernels):
+        return []
+    if ctx.heuristic_steps > 0:
+        return [
+            _make(
+                rules,
+                "phases-heuristic",
+                phase=None,
+                share=None,
+                evidence=[{"source": "steps", "marker": 0, "heuristic": ctx.heuristic_steps}],
+                fields={"steps": ctx.heuristic_steps},
+            )
+        ]
+    return [
+        _make(
+            rules,
+            "phases-missing",
+            phase=None,
+            share=None,
+            evidence=[{"source": "steps", "marker": 0, "heuristic": 0}],
+        )
+    ]
+
+
+def _nvtx_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    if not ctx.nvtx_domains or ctx.nvtx_ranges > 0:
+        return []
+    domains = ", ".join(f"'{d}'" for d in ctx.nvtx_domains[:5])
+    return [
+        _make(
+            rules,
+            "nvtx-ranges-lost",
+            phase=None,
+            share=None,
+            evidence=[{"source": "nvtx", "domains_created": list(ctx.nvtx_domains), "ranges": 0}],
+            fields={"domains": domains},
+        )
+    ]
+
+
+def _link_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    correlation, external = ctx.ambiguous_correlation_ids, ctx.ambiguous_external_ids
+    if not correlation and not external:
+        return []
+    return [
+        _make(
+            rules,
+            "ambiguous-links",
+            phase=None,
+            share=None,
+            evidence=[{"source": "ingest", "correlation_ids": correlation,
+                       "external_ids": external}],
+            fields={"correlation_ids": correlation, "external_ids": external},
+        )
+    ]
+
+
+def _arch_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    mismatched: list[tuple[KernelTime, str]] = []
+    for kernel in ctx.kernels:
+        device_arch = kernel.device_arch or ctx.gpu_arch
+        if not device_arch:
+            continue
+        for built_for in kernel_archs(kernel.name):
+            if not runs_on(built_for, device_arch):
+                mismatched.append((kernel, built_for.token))
+                break
+    if not mismatched:
+        return []
+    gemm_total = sum(k.ns for k in ctx.kernels if k.is_gemm)
+    gemm_bad = sum(k.ns for k, _ in mismatched if k.is_gemm)
+    share = gemm_bad / gemm_total if gemm_total else None
+    mismatched.sort(key=lambda kt: -kt[0].ns)
+    first, token = mismatched[0]
+    device_arch = first.device_arch or ctx.gpu_arch or "?"
+    evidence = [
+        {
+            "source": "kernel",
+            "name": k.name,
+            "token": t,
+            "device_arch": k.device_arch or ctx.gpu_arch,
+            "ns": k.ns,
+        }
+        for k, t in mismatched[:10]
+    ]
+    names = {k.name for k, _ in mismatched}
+    return [
+        _make(
+            rules,
+            "kernel-arch-mismatch",
+            phase=None,
+            share=share,
+            evidence=evidence,
+            fields={
+                "count": len(names),
+                "arch": device_arch,
+                "example": f"`{first.name[:80]}`",
+                "token": token,
+            },
+        )
+    ]
+
+
+def _is_quantized_kv(row: AttentionTime) -> bool:
+    """Whether an attention group reads a quantized KV cache: its path, operand types or kernel
+    names say so (a 16-bit path with an fp8 name is FP8 KV dequantized into 16-bit math)."""
+    typed = f"{row.weights or ''} {row.activations or ''}".lower()
+    if (
+        row.path in QUANTIZED_PATHS
+        or row.quantized_name
+        or any(word in typed for word in _QUANT_WORDS)
+    ):
+        return True
+    if row.path in SIXTEEN_BIT_PATHS:
+        return False
+    return any(word in (row.example or "").lower() for word in _QUANT_WORDS)
+
+
+def _kv_cache_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    decl = ctx.declaration
+    if decl is None or not decl.kv_cache or not ctx.attention:
+        return []
+    quantized = sum(r.ns for r in ctx.attention if _is_quantized_kv(r))
+    sixteen = [r for r in ctx.attention if r.path in SIXTEEN_BIT_PATHS and not _is_quantized_kv(r)]
+    sixteen_ns = sum(r.ns for r in sixteen)
+    total = sum(r.ns for r in ctx.attention)
+    if quantized > 0 or sixteen_ns == 0 or total == 0:
+        return []
+    sixteen.sort(key=lambda r: -r.ns)
+    examples = ", ".join(f"`{(r.example or r.path)[:60]}`" for r in sixteen[:2])
+    evidence = [
+        {"source": "attention_time", "path": r.path, "ns": r.ns, "example": r.example}
+        for r in sixteen[:5]
+    ]
+    evidence.append({"source": "checkpoint", "kv_cache": decl.kv_cache, "file": decl.source})
+    return [
+        _make(
+            rules,
+            "kv-cache-16bit",
+            phase=None,
+            share=sixteen_ns / total,
+            evidence=evidence,
+            fields={"kv": decl.kv_cache.upper(), "examples": examples},
+        )
+    ]
+
+
+def _log_findings(
+    findings: Sequence[Finding], ctx: FindingContext, rules: FindingRules
+) -> list[Finding]:
+    fallback_lines = [e for e in ctx.log_evidence if e.kind in _FALLBACK_LOG_KINDS]
+    if not fallback_lines:
+        return []
+    if any(
+        f.rule in {"silent-fallback", "fallback-unverified", "hardware-limited"} for f in findings
+    ):
+        return []
+    first = fallback_lines[0]
+    text = first.text if len(first.text) <= 100 else first.text[:97] + "..."
+    return [
+        _make(
+            rules,
+            "log-fallback-unconfirmed",
+            phase=None,
+            share=None,
+            evidence=[e.as_dict() for e in fallback_lines],
+            fields={"line": first.line_no, "text": text},
+        )
+    ]
