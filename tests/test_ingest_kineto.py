@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from tests.helpers import analyze_bad, ingest_into, query
 from tracekit.cli import cli
 from tracekit.ingest.pipeline import ingest
-from tracekit.ingest.readers.kineto_json import TopLevelScanner, to_ns
+from tracekit.ingest.readers.json_document import TopLevelScanner
+from tracekit.ingest.readers.kineto_time import to_ns
 from tracekit.ingest.trace_rows import int_id
 from tracekit.store import open_store
 

@@ -15,26 +15,13 @@ finished in SQL. Memory is bounded by a chunk or two of bytes and records, one c
 rows per table and the per-run lookup dicts (unique kernel/API names, processes, threads).
 
 Top-level keys (``deviceProperties``, ``distributedInfo``, ``baseTimeNanoseconds`` …) may
-sit before or after ``traceEvents`` (Kineto writes the base at the end in some versions;
-re-serialised files put keys anywhere). They are small, so they are read from the bytes
-before the events array and from the last few MiB after it, without a second parse of the
-events; only when that fails does a second, slower pass over the file find them.
+sit before or after ``traceEvents``; ``json_document`` recovers them from the bytes around the
+array without parsing the events twice. Times are exact integer ns (``kineto_time``); stored
+times are ns relative to the run's time base (see ``parsers/kineto-json.toml``).
 
-Times: ``ts``/``dur`` are µs decimals with ns resolution and must stay exact. Kineto's
-times relative to ``baseTimeNanoseconds`` (weeks in µs) survive a float parse: below 2^41 µs
-``round(ts * 1000)`` is the written value (numpy's ``rint`` of the same product, for a column
-of them), below 2^43 µs ``repr`` gives it back. Old traces with epoch µs (~1.7e15) do not, so
-a file whose first ``ts`` is that large is parsed with ``Decimal`` instead (slower, exact;
-msgspec's ``float_hook`` and ijson's ``use_float=False`` give the same values). end =
-ns(ts) + ns(dur), both exact. Stored times are ns
-relative to the run's time base (see ``parsers/kineto-json.toml``).
-
-Links made here, once:
-- kernel → launch: the ``cuda_runtime``/``cuda_driver`` event with the same ``correlation``
-  in the same file gives the kernel its CPU thread and launch time (SQL join at the end);
-- kernel → framework op: ``External id`` is kept on both sides (kernels.external_id,
-  cpu_ops.external_id); the classifier joins them. Within a multi-file run the ids of
-  different ranks may repeat: join on (external_id, global_pid).
+Links: a kernel's launching call (same ``correlation`` in the same file) and its framework op
+(its ``External id``, offset per file so ranks never mix) are resolved once when the staged
+rows are finished (``trace_rows``: ``kernels.cpu_op_id``).
 """
 
 from __future__ import annotations
@@ -42,18 +29,16 @@ from __future__ import annotations
 import gc
 import gzip
 import json
-import re
 import zlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from decimal import Decimal
 from itertools import compress, islice, repeat
 from operator import attrgetter
 from pathlib import Path
 from types import SimpleNamespace
-from typing import IO, Any
+from typing import Any
 
 import ijson
 import numpy as np
@@ -62,12 +47,21 @@ from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.readers.json_chunks import (
     Unchunkable,
-    array_start,
     blanks_only,
     decoded_chunks,
     object_rest_ok,
 )
+from tracekit.ingest.readers.json_document import (
+    CHUNK_BYTES,
+    TeeReader,
+    TopLevelScanner,
+    array_after_key,
+    first_significant,
+    open_maybe_gzip,
+    slow_top_level,
+)
 from tracekit.ingest.readers.kineto_events import EventTypes
+from tracekit.ingest.readers.kineto_time import FLOAT_EXACT_US, floats_are_exact, to_ns
 from tracekit.ingest.spec import spec_by_id
 from tracekit.ingest.trace_rows import (
     FileState,
@@ -78,26 +72,12 @@ from tracekit.ingest.trace_rows import (
     json_default,
 )
 
-CHUNK_BYTES = 1 << 20
-#: the first read: enough to see the first event's ``ts`` after Kineto's header
-HEAD_SNIFF_BYTES = 64 * 1024
-#: bytes kept from the end of the stream to find the keys written after ``traceEvents``
-TAIL_BYTES = 4 * CHUNK_BYTES
-#: the bytes before ``traceEvents`` are parsed as the header; beyond this, use the slow pass
-HEAD_LIMIT = 64 * CHUNK_BYTES
 #: kernels without a ``correlation`` arg wait this long (in events) for their ac2g flow
 PENDING_LIMIT = 100_000
 #: position of correlation_id in a tk_kernel row
 CORRELATION_AT = 15
 
 
-#: below this many µs, round(ts * 1000) of a parsed float is the exact ns (parse error
-#: ≤ ulp/2 ≤ 0.122 ns, product rounding ≤ 0.125 ns; both < 0.5)
-FLOAT_EXACT_US = 2.0**41
-#: below this, ns are still distinct doubles: repr() gives back the written decimal. Files
-#: whose first ``ts`` is beyond it (old epoch-µs traces) are parsed with Decimal instead.
-FLOAT_DISTINCT_US = 2.0**43
-_FIRST_TS = re.compile(rb'"ts"\s*:\s*"?(-?[0-9.]+)')
 #: args read from metadata events (``process_name``/``thread_name``)
 METADATA_ARGS = ("name",)
 #: the integer kernel args, in the order _kernel unpacks them
@@ -120,22 +100,6 @@ def pick(args: Any, attrs: tuple[str, ...]) -> Any:
 def as_int(value: Any) -> int | None:
     """An int arg as is (the usual case, no call), anything else through int_or_none."""
     return value if type(value) is int else int_or_none(value)
-
-
-def to_ns(value: Any) -> int:
-    """A Kineto µs value (int, Decimal, float or numeric string) as integer ns, exactly."""
-    kind = type(value)
-    if kind is int:
-        return value * 1000
-    if kind is Decimal:
-        return round(value * 1000)
-    if kind is float:
-        if -FLOAT_EXACT_US < value < FLOAT_EXACT_US:
-            return round(value * 1000)
-        return round(Decimal(repr(value)) * 1000)
-    if kind is str:
-        return round(Decimal(value) * 1000)
-    raise TypeError(f"not a time: {value!r}")
 
 
 @dataclass
@@ -242,21 +206,21 @@ class KinetoReader(TraceRows):
         """
         self.chunk_header: dict[str, Any] | None = None
         scanner = TopLevelScanner()
-        with _open(path) as stream:
-            first = _first_significant(stream)
-            self.use_types(exact=not _floats_are_exact(first))
+        with open_maybe_gzip(path) as stream:
+            first = first_significant(stream)
+            self.use_types(exact=not floats_are_exact(first))
             scanner.feed(first)
             bare_list = first[:1] == b"["
             if bare_list:
                 buffer = bytearray(first)
             else:
-                buffer = _after_events_key(stream, bytearray(first), scanner)
+                buffer = array_after_key(stream, bytearray(first), scanner)
             yield from decoded_chunks(stream, buffer, scanner, bare_list=bare_list,
                                       decode=self.types.decode,
                                       trailer_ok=blanks_only if bare_list else object_rest_ok)
         if not bare_list:
             header = scanner.top_level()
-            self.chunk_header = header if header is not None else _slow_top_level(path)
+            self.chunk_header = header if header is not None else slow_top_level(path)
 
     def _stream(self, state: FileState, path: Path, skip: int) -> dict[str, Any] | None:
         """The file through ijson's streaming parser, events after the first ``skip``.
@@ -265,12 +229,12 @@ class KinetoReader(TraceRows):
         list). Raises ``ijson.JSONError`` on invalid JSON.
         """
         scanner = TopLevelScanner()
-        with _open(path) as stream:
-            first = _first_significant(stream)
+        with open_maybe_gzip(path) as stream:
+            first = first_significant(stream)
             bare_list = first[:1] == b"["
             prefix = "item" if bare_list else "traceEvents.item"
-            tee = _TeeReader(stream, first, scanner)
-            use_float = _floats_are_exact(first)
+            tee = TeeReader(stream, first, scanner)
+            use_float = floats_are_exact(first)
             self.use_types(exact=not use_float)
             from_dict = self.types.from_dict
             handle = self._handle
@@ -287,7 +251,7 @@ class KinetoReader(TraceRows):
                              hint="pass the file written by torch.profiler "
                                   "(export_chrome_trace / tensorboard_trace_handler)")
         header = scanner.top_level()
-        return header if header is not None else _slow_top_level(path)
+        return header if header is not None else slow_top_level(path)
 
     def _handle_chunk(self, state: FileState, events: list[Any]) -> None:
         """One chunk of events: counted per category in C, only role events visit Python."""
@@ -649,202 +613,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _after_events_key(stream: IO[bytes], raw: bytearray, scanner: TopLevelScanner
-                      ) -> bytearray:
-    """The bytes from the ``[`` of the top-level ``traceEvents`` array on (more are read).
-
-    The key counts as top-level only when the bytes before it parse as the start of an
-    object (``TopLevelScanner``): then it is not inside a string or a nested value.
-    """
-    while not scanner.head_done:
-        block = stream.read(CHUNK_BYTES)
-        if not block:
-            break
-        scanner.feed(block)
-        raw += block
-    if not scanner.found_events or _parse_head(bytes(scanner.head)) is None:
-        raise Unchunkable("no top-level traceEvents key in the first bytes")
-    key_at = len(scanner.head)
-    while True:
-        start = array_start(bytes(raw[key_at:key_at + HEAD_SNIFF_BYTES]),
-                            TopLevelScanner.KEY)
-        if start is not None:
-            return raw[key_at + start:]
-        block = stream.read(CHUNK_BYTES) if len(raw) - key_at < HEAD_SNIFF_BYTES else b""
-        if not block:
-            raise Unchunkable("traceEvents is not an array")
-        scanner.feed(block)
-        raw += block
-
-
-def _floats_are_exact(head: bytes) -> bool:
-    """Whether parsing this file's numbers as floats keeps every ns (see FLOAT_DISTINCT_US).
-
-    Floats parse much faster than Decimal; Kineto's relative times (weeks in µs) stay exact.
-    """
-    found = _FIRST_TS.search(head)
-    try:
-        return found is not None and abs(float(found.group(1))) < FLOAT_DISTINCT_US
-    except ValueError:
-        return False
-
-
-def _open(path: Path) -> IO[bytes]:
-    with path.open("rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
-
-
-def _first_significant(stream: IO[bytes]) -> bytes:
-    """The stream's first bytes without leading blanks or BOM: they start with '{' or '['."""
-    buffered = b""
-    while True:
-        chunk = stream.read(HEAD_SNIFF_BYTES)
-        if not chunk:
-            return buffered
-        buffered += chunk
-        stripped = buffered.lstrip(b" \t\r\n\xef\xbb\xbf")
-        if stripped:
-            return stripped
-
-
-class _TeeReader:
-    """A file object for ijson that also shows every chunk to the top-level scanner."""
-
-    def __init__(self, stream: IO[bytes], first: bytes, scanner: TopLevelScanner) -> None:
-        self.stream = stream
-        self.pending = first
-        self.scanner = scanner
-
-    def read(self, size: int = -1) -> bytes:
-        if size == 0:
-            return b""  # ijson probes read(0) for bytes vs str
-        if self.pending:
-            chunk, self.pending = self.pending, b""
-        else:
-            chunk = self.stream.read(size)
-        if chunk:
-            self.scanner.feed(chunk)
-        return chunk
-
-
-class TopLevelScanner:
-    """Recovers the small top-level keys around ``traceEvents`` from the raw byte stream.
-
-    Head: every byte before the ``"traceEvents"`` key, closed with ``}``, is a JSON object.
-    Tail: the last ``TAIL_BYTES`` are kept; the events array ends at the leftmost ``]`` after
-    which ``{`` + the rest parses as one object (any ``]`` inside the array leaves at least
-    one bracket unmatched, so it cannot parse). Returns None when either fails.
-    """
-
-    KEY = b'"traceEvents"'
-    ARRAY_END = re.compile(r"[}\[]\s*\]")
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.head_done = False
-        self.found_events = False
-        self.tail: list[bytes] = []
-        self.tail_size = 0
-
-    def feed(self, chunk: bytes) -> None:
-        if not self.head_done:
-            start = max(0, len(self.head) - len(self.KEY))
-            self.head += chunk
-            position = self.head.find(self.KEY, start)
-            if position >= 0:
-                self.found_events = True
-                self.head_done = True
-                del self.head[position:]
-            elif len(self.head) > HEAD_LIMIT:
-                self.head_done = True
-                self.head = bytearray(b"\x00")  # unparseable: forces the slow pass
-        self.tail.append(chunk)
-        self.tail_size += len(chunk)
-        while self.tail_size - len(self.tail[0]) >= TAIL_BYTES:
-            self.tail_size -= len(self.tail.pop(0))
-
-    def top_level(self) -> dict[str, Any] | None:
-        head = _parse_head(bytes(self.head))
-        trailer = _parse_trailer(b"".join(self.tail).decode("utf-8", "replace"),
-                                 self.ARRAY_END)
-        if head is None or trailer is None:
-            return None
-        trailer.pop("traceEvents", None)
-        return {**head, **trailer}
-
-
-def _parse_head(head: bytes) -> dict[str, Any] | None:
-    body = head.decode("utf-8", "replace").rstrip().rstrip(",")
-    try:
-        value = json.loads(body + "}", parse_float=Decimal)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _parse_trailer(tail: str, pattern: re.Pattern[str]) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder(parse_float=Decimal)
-    for found in pattern.finditer(tail):
-        members = _object_rest(decoder, tail, found.end())
-        if members is not None:
-            return members
-    return None
-
-
-_BLANK = re.compile(r"\s*")
-
-
-def _object_rest(decoder: json.JSONDecoder, text: str, index: int) -> dict[str, Any] | None:
-    """Parse ``[, "key": value]* }`` + blanks from ``index`` to the end, without copying."""
-    members: dict[str, Any] = {}
-    try:
-        while True:
-            index = _BLANK.match(text, index).end()  # type: ignore[union-attr]
-            mark = text[index:index + 1]
-            if mark == "}":
-                return members if not text[index + 1:].strip() else None
-            if mark != ",":
-                return None
-            index = _BLANK.match(text, index + 1).end()  # type: ignore[union-attr]
-            key, index = decoder.raw_decode(text, index)
-            index = _BLANK.match(text, index).end()  # type: ignore[union-attr]
-            if not isinstance(key, str) or text[index:index + 1] != ":":
-                return None
-            index = _BLANK.match(text, index + 1).end()  # type: ignore[union-attr]
-            members[key], index = decoder.raw_decode(text, index)
-    except ValueError:
-        return None
-
-
-def _slow_top_level(path: Path) -> dict[str, Any]:
-    """Second pass: every top-level key but ``traceEvents``, through ijson's token stream."""
-    found: dict[str, Any] = {}
-    with _open(path) as stream:
-        for key, value in _top_level_items(ijson.parse(stream)):
-            found[key] = value
-    return found
-
-
-def _top_level_items(tokens: Iterator[tuple[str, str, Any]]) -> Iterator[tuple[str, Any]]:
-    builder: ijson.ObjectBuilder | None = None
-    key: str | None = None
-    for prefix, event, value in tokens:
-        if prefix == "" and event == "map_key":
-            key, builder = value, None
-            continue
-        if key is None or key == "traceEvents":
-            continue
-        if builder is None:
-            builder = ijson.ObjectBuilder()
-        builder.event(event, value)
-        if prefix == key and event not in ("start_map", "start_array", "map_key"):
-            yield key, builder.value
-            key, builder = None, None
 
 
 def ingest(ctx: IngestContext) -> SourceInfo:
