@@ -498,7 +498,7 @@ def test_readme_five_lines_reproduce_the_summary_tables(example: Path, tmp_path:
     assert (tmp_path / "tracekit.db").exists()
     run: Run = namespace["run"]
     document = run.document()
-    verdict, summary, devices, overall, phases, per_phase, top, launchers, findings = shown
+    verdict, summary, devices, overall, phases, per_phase, top, launchers, findings, roofline = shown
     assert verdict == document["verdict"]
     assert summary["kernel_count"] == document["summary"]["kernel_count"]
     assert list(devices["name"]) == [device["name"] for device in document["devices"]]
@@ -509,6 +509,7 @@ def test_readme_five_lines_reproduce_the_summary_tables(example: Path, tmp_path:
     assert list(top["name"]) == [entry["name"] for entry in document["kernels"][:15]]
     assert list(launchers["thread"]) == [item["thread"] for item in document["launchers"]]
     assert list(findings["rule"]) == [item["rule"] for item in document["findings"]]
+    assert list(roofline["name"]) == [family["name"] for family in document["roofline"]["families"]]
     run.store.close()
 
 
