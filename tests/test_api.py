@@ -498,7 +498,8 @@ def test_readme_five_lines_reproduce_the_summary_tables(example: Path, tmp_path:
     assert (tmp_path / "tracekit.db").exists()
     run: Run = namespace["run"]
     document = run.document()
-    verdict, summary, devices, overall, phases, per_phase, top, launchers, findings, roofline = shown
+    (verdict, summary, devices, overall, phases, per_phase, top, launchers, findings,
+     roofline) = shown
     assert verdict == document["verdict"]
     assert summary["kernel_count"] == document["summary"]["kernel_count"]
     assert list(devices["name"]) == [device["name"] for device in document["devices"]]
