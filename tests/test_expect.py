@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tracekit.datafiles import load_table
 from tracekit.errors import ConfigError, InputError
-from tracekit.expect._data import load_table
 from tracekit.expect.checkpoint import declaration_from_word, read_declaration
 from tracekit.expect.context import load_expectations
 from tracekit.expect.gpu import (

@@ -833,7 +833,7 @@ def test_a_sliver_of_unattributed_bf16_is_not_judged(store: Store) -> None:
 
 
 def test_every_rule_message_renders_with_its_declared_fields() -> None:
-    from tracekit.expect._data import load_table
+    from tracekit.datafiles import load_table
 
     sample = {
         "phase": "decode",

@@ -36,12 +36,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tracekit.datafiles import read_toml
 from tracekit.errors import TracekitError
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 
 @dataclass
@@ -65,7 +61,7 @@ class TableResult:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return read_toml(path).data
 
 
 # --- checkers, one per kind of file --------------------------------------------------------------

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
+from tracekit.datafiles import load_table, require
 from tracekit.errors import ConfigError, RuleFileError
-from tracekit.expect._data import load_table, require
 
 GPUS_FILE = "_gpus.toml"
 

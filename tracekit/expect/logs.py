@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from tracekit.datafiles import load_table, require
 from tracekit.errors import InputError
-from tracekit.expect._data import load_table, require
 from tracekit.expect.gpu import arch_from_capability
 
 PATTERNS_FILE = "_log_patterns.toml"
