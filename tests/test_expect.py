@@ -12,7 +12,8 @@ from tracekit.datafiles import load_table
 from tracekit.errors import ConfigError, InputError
 from tracekit.expect.checkpoint import declaration_from_word, read_declaration
 from tracekit.expect.context import load_expectations
-from tracekit.expect.gpu import (
+from tracekit.expect.logs import match_line, scan_log
+from tracekit.gpus import (
     KernelArch,
     arch_from_capability,
     arch_from_gpu_name,
@@ -24,7 +25,6 @@ from tracekit.expect.gpu import (
     runs_on,
     short_gpu_name,
 )
-from tracekit.expect.logs import match_line, scan_log
 
 CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
 VOCABULARY = {

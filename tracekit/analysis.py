@@ -143,7 +143,7 @@ def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
     unknown (trimmed exports have no GPU table); a known arch from the trace is kept (the
     findings stage weighs ``--gpu`` against it). Returns the run's main arch.
     """
-    from tracekit.expect.gpu import device_arch, known_archs, match_gpu_model
+    from tracekit.gpus import device_arch, known_archs, match_gpu_model
 
     devices = connection.execute(text(
         "SELECT id, arch, compute_major, compute_minor, name FROM devices "

@@ -164,7 +164,7 @@ def _log_patterns(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.expect.gpu import arch_from_gpu_name, kernel_archs
+    from tracekit.gpus import arch_from_gpu_name, kernel_archs
 
     data = _read(path)
     for row in data.get("name", []):
@@ -187,7 +187,7 @@ def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _gpu_models(result: TableResult, data: dict[str, Any]) -> None:
-    from tracekit.expect.gpu import match_gpu_model
+    from tracekit.gpus import match_gpu_model
 
     for key, row in data.get("model", {}).items():
         for example in row.get("examples", []):

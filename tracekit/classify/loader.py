@@ -35,6 +35,7 @@ from tracekit.classify.model import (
 from tracekit.classify.prefilter import KeywordIndex
 from tracekit.datafiles import DataFile, read_toml
 from tracekit.errors import RuleFileError
+from tracekit.gpus import parse_arch
 from tracekit.vocabulary import WIDE_PATHS
 
 ENV_VAR = "TRACEKIT_RULES"
@@ -95,7 +96,7 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
     vocab_paths = table_files.get(VOCABULARY_FILE[1:-5], [])
     if not vocab_paths:
         raise RuleFileError(f"{VOCABULARY_FILE}: vocabulary file not found in {dirs[0]}")
-    operand_types, feasibility = _load_vocabulary(vocab_paths)
+    operand_types = _load_vocabulary(vocab_paths)
 
     rules = [_load_rule_checked(path, operand_types) for path in rule_files.values()]
     wanted = {table for rule in rules for _, table, _ in rule.decode}
@@ -113,7 +114,6 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
         rules=tuple(rules),
         tables=tables,
         operand_types=operand_types,
-        feasibility=feasibility,
         sources=tuple(dirs),
         index=KeywordIndex.build(rules),
     )
@@ -157,14 +157,17 @@ def _check_keys(
             )
 
 
-def _load_vocabulary(paths: list[Path]) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+#: keys of a ``[paths.<word>]`` entry: the vocabulary only (what each GPU computes is
+#: ``rules/_gpus.toml``'s, read by tracekit/gpus.py)
+_PATH_KEYS = ("description",)
+
+
+def _load_vocabulary(paths: list[Path]) -> dict[str, str]:
     """Read ``_paths.toml``: checks it lists exactly the public path words.
 
-    Returns the operand types (word -> the path class it computes in) and, per path, which
-    GPUs can run it (``nvidia_min_sm``, ``amd``): the feasibility check of evidence.py.
+    Returns the operand types (word -> the path class it computes in).
     """
     operand_types: dict[str, str] = {}
-    feasibility: dict[str, dict[str, Any]] = {}
     for path in paths:
         file = _read(path)
         data = file.data
@@ -185,9 +188,17 @@ def _load_vocabulary(paths: list[Path]) -> tuple[dict[str, str], dict[str, dict[
                 )
             operand_types[word] = klass
         for word, spec in listed.items():
-            if isinstance(spec, dict) and ("nvidia_min_sm" in spec or "amd" in spec):
-                feasibility[word] = {k: spec[k] for k in ("nvidia_min_sm", "amd") if k in spec}
-    return operand_types, feasibility
+            if not isinstance(spec, dict):
+                raise RuleFileError(f"{file.where(f'[paths.{word}]')}: paths.{word} must be "
+                                    "a table")
+            for key in spec:
+                if key in ("nvidia_min_sm", "amd"):
+                    raise RuleFileError(
+                        f"{file.where(key)}: paths.{word}.{key}: which GPUs compute a path is "
+                        "read from rules/_gpus.toml ([arch.*] native, mma_only)",
+                        hint="remove the key from your rule pack's _paths.toml")
+            _check_keys(file, spec, _PATH_KEYS, f"paths.{word}.")
+    return operand_types
 
 
 def _check_labels(
@@ -336,10 +347,20 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         needs_full_name=_full_name_paths(file, data.get("needs_full_name", False)),
         labels=labels,
         decode=tuple(decode),
-        requires_arch=_strings(file, data, "requires_arch"),
+        requires_arch=_architectures(file, data),
         reason=data.get("reason"),
         examples=tuple(examples),
     )
+
+
+def _architectures(file: DataFile, data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``requires_arch``: architectures in any spelling ``tracekit.gpus.parse_arch`` reads."""
+    archs = _strings(file, data, "requires_arch")
+    for arch in archs:
+        if parse_arch(arch) is None:
+            raise RuleFileError(f"{file.where('requires_arch')}: requires_arch '{arch}' is not "
+                                "an architecture (sm100, sm_90a, gfx942)")
+    return archs
 
 
 #: what ``needs_full_name = true`` stands for: the paths a rule can only conclude from the

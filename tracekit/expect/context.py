@@ -14,8 +14,8 @@ from typing import Protocol
 
 from tracekit.errors import TracekitError
 from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_declaration
-from tracekit.expect.gpu import parse_gpu
 from tracekit.expect.logs import LogEvidence, scan_log
+from tracekit.gpus import parse_gpu
 
 
 class ExpectationOptions(Protocol):

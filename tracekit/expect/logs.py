@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tracekit.datafiles import load_table, require
 from tracekit.errors import InputError
-from tracekit.expect.gpu import arch_from_capability
+from tracekit.gpus import arch_from_capability
 
 PATTERNS_FILE = "_log_patterns.toml"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from tracekit.expect.checkpoint import Declaration
-from tracekit.expect.gpu import arch_from_gpu_name, device_arch, normalize_arch
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.checks import evaluate
 from tracekit.findings.judgement import judge_run
 from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime, PathTime
 from tracekit.findings.rules import load_rules
 from tracekit.findings.verdict import verdict_sentences
+from tracekit.gpus import arch_from_gpu_name, device_arch, normalize_arch
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import (
     Classification,

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.expect.gpu import GpuModel, ModelMatch, match_gpu_model
+from tracekit.gpus import GpuModel, ModelMatch, match_gpu_model
 from tracekit.report.document import PHASES
 from tracekit.roofline.fallback import MODEL_TEXT, estimate, fallback_claims
 from tracekit.roofline.families import Family, gemm_families
