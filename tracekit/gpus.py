@@ -80,7 +80,8 @@ class ModelMatch:
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """A resolved GPU: its architecture and a short display name (may be None)."""
+    """A ``--gpu`` value read: the architecture, and the product as the user named it (None
+    when the value was an architecture)."""
 
     arch: str
     name: str | None = None
@@ -360,14 +361,14 @@ def parse_gpu(value: str) -> GpuSpec:
     arch = parse_arch(text)
     if arch is not None:
         return GpuSpec(arch=arch)
-    arch, short = _match_name(text)
+    arch, _ = _match_name(text)
     if arch is None:
         raise ConfigError(
             f"--gpu {value!r}: not an architecture (sm90, gfx942), a compute capability (9.0) "
             "or a GPU name tracekit knows",
             hint="known names are listed in rules/_gpus.toml",
         )
-    return GpuSpec(arch=arch, name=short)
+    return GpuSpec(arch=arch, name=text)
 
 
 def kernel_archs(name: str) -> tuple[KernelArch, ...]:

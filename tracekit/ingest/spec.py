@@ -35,7 +35,7 @@ class _Table(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
 
 # --- nsys SQLite exports (readers/nsys_sqlite.py) ---------------------------------------------
 
-class NsysMetadata(_Table):
+class NsysMetadata(_Table, frozen=True):
     """Where an export records nsys's version and its schema version."""
 
     tables: Names
@@ -43,7 +43,7 @@ class NsysMetadata(_Table):
     product_version_key: str
 
 
-class NsysTables(_Table):
+class NsysTables(_Table, frozen=True):
     """The export's table for each role the reader copies."""
 
     kernel: str
@@ -58,7 +58,7 @@ class NsysTables(_Table):
     cuda_devices: str
 
 
-class NsysColumns(_Table):
+class NsysColumns(_Table, frozen=True):
     """Per role: store column -> candidate source columns, current spelling first."""
 
     kernel: dict[str, Names]
@@ -69,13 +69,13 @@ class NsysColumns(_Table):
     cuda_devices: dict[str, Names]
 
 
-class LaunchApis(_Table):
+class LaunchApis(_Table, frozen=True):
     """Runtime/driver calls that launch one kernel (folded into the kernel's row)."""
 
     patterns: Names
 
 
-class NvtxEventTypes(_Table):
+class NvtxEventTypes(_Table, frozen=True):
     """nsys ``eventType`` ids of each NVTX event kind the store keeps."""
 
     push_pop: tuple[int, ...] = ()
@@ -89,7 +89,7 @@ class NvtxEventTypes(_Table):
         return {kind: getattr(self, kind) for kind in self.__struct_fields__}
 
 
-class NsysSqliteMapping(_Table):
+class NsysSqliteMapping(_Table, frozen=True):
     """The mapping of an nsys SQLite export."""
 
     metadata: NsysMetadata
@@ -101,7 +101,7 @@ class NsysSqliteMapping(_Table):
 
 # --- Nsight Compute CSV (readers/ncu_csv.py) --------------------------------------------------
 
-class NcuColumns(_Table):
+class NcuColumns(_Table, frozen=True):
     """The CSV's identity columns and the columns of the details page's long format."""
 
     identity: Names
@@ -112,7 +112,7 @@ class NcuColumns(_Table):
     value: str
 
 
-class NcuLaunch(_Table):
+class NcuLaunch(_Table, frozen=True):
     """Per launch attribute: candidate metric names (raw page) or row names (details page)."""
 
     duration: Names
@@ -123,7 +123,7 @@ class NcuLaunch(_Table):
     sm_count: Names
 
 
-class NcuCsvMapping(_Table):
+class NcuCsvMapping(_Table, frozen=True):
     """The mapping of an Nsight Compute CSV."""
 
     columns: NcuColumns
@@ -134,7 +134,7 @@ class NcuCsvMapping(_Table):
 
 # --- Kineto Chrome-trace JSON (readers/kineto_json.py) ----------------------------------------
 
-class KinetoCategories(_Table):
+class KinetoCategories(_Table, frozen=True):
     """Per event role: the ``cat`` values that mean it (spellings of several Kineto versions)."""
 
     kernel: Names
@@ -148,7 +148,7 @@ class KinetoCategories(_Table):
     flow: Names
 
 
-class KinetoArgs(_Table):
+class KinetoArgs(_Table, frozen=True):
     """Per value the reader takes from an event's ``args``: the arg names that hold it."""
 
     external_id: Names
@@ -166,13 +166,13 @@ class KinetoArgs(_Table):
     input_dims: Names
 
 
-class KinetoStore(_Table):
+class KinetoStore(_Table, frozen=True):
     """What the reader keeps beyond the defaults."""
 
     gpu_annotations: bool = False
 
 
-class KinetoMapping(_Table):
+class KinetoMapping(_Table, frozen=True):
     """The mapping of a Kineto trace."""
 
     categories: KinetoCategories
@@ -182,13 +182,13 @@ class KinetoMapping(_Table):
 
 # --- the others -------------------------------------------------------------------------------
 
-class CuptiMapping(_Table):
+class CuptiMapping(_Table, frozen=True):
     """tracekit's own CUPTI JSON lines: the newest format version this reader takes."""
 
     max_version: int = 1
 
 
-class NoMapping(_Table):
+class NoMapping(_Table, frozen=True):
     """Containers converted with NVIDIA's tools (``.qdstrm``, ``.nsys-rep``): no tables."""
 
 
@@ -203,7 +203,7 @@ MAPPINGS: dict[str, type[_Table]] = {
 }
 
 
-class DetectTable(_Table):
+class DetectTable(_Table, frozen=True):
     """``[detect]``: content checks for one format; all that are given must hold."""
 
     magic: str | None = None
