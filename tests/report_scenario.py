@@ -82,7 +82,11 @@ def analyzed_run(store: Store, trace: Path, *, gemm: str = FP4_GEMM, label: str 
 
 
 def annotate(connection, run_id: int, *, declared_fp4: bool) -> None:  # type: ignore[no-untyped-def]
-    """Classifications, steps, kernel phases, a finding and the verdict, written directly."""
+    """The run's GPU (as the analysis decides it), then classifications, steps, kernel
+    phases, a finding and the verdict, written directly."""
+    from tracekit.run_gpu import settle_run_gpu
+
+    settle_run_gpu(connection, run_id)
     names = dict(connection.execute(text(
         "SELECT name, id FROM kernel_names WHERE run_id = :r"), {"r": run_id}).all())
     for name, name_id in names.items():

@@ -120,11 +120,9 @@ def enum(schema: dict[str, Any], *keys: str) -> set[Any]:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    from tracekit.datafiles import read_toml
+
+    return read_toml(path).data
 
 
 def test_schemas_use_the_vocabulary_of_the_code() -> None:

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tracekit.datafiles import load_table
 from tracekit.errors import ConfigError, InputError
-from tracekit.expect._data import load_table
 from tracekit.expect.checkpoint import declaration_from_word, read_declaration
 from tracekit.expect.context import load_expectations
-from tracekit.expect.gpu import (
+from tracekit.expect.logs import match_line, scan_log
+from tracekit.gpus import (
+    GpuSpec,
     KernelArch,
     arch_from_capability,
     arch_from_gpu_name,
@@ -24,7 +26,6 @@ from tracekit.expect.gpu import (
     runs_on,
     short_gpu_name,
 )
-from tracekit.expect.logs import match_line, scan_log
 
 CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
 VOCABULARY = {
@@ -574,7 +575,7 @@ def test_load_expectations_reads_everything(tmp_path: Path) -> None:
         _Options(model=CHECKPOINTS / "modelopt-nvfp4", gpu="RTX 5090", logs=(log,))
     )
     assert result.declaration is not None and result.declaration.path == "fp4"
-    assert (result.gpu_arch, result.gpu_name) == ("sm120", "RTX 5090")
+    assert result.gpu == GpuSpec(arch="sm120", name="RTX 5090")
     assert [e.kernel for e in result.log_evidence] == ["MarlinNvFp4LinearKernel"]
     assert result.model_label == "modelopt-nvfp4" and result.warnings == ()
 
@@ -588,7 +589,7 @@ def test_load_expectations_turns_problems_into_warnings(tmp_path: Path) -> None:
             logs=(tmp_path / "x.log",),
         )
     )
-    assert result.declaration is None and result.gpu_arch is None
+    assert result.declaration is None and result.gpu is None
     assert len(result.warnings) == 4
     assert "broken.json" in result.warnings[0] and "x.log" in result.warnings[3]
 

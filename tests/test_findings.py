@@ -23,6 +23,8 @@ from tracekit.findings import FindingContext, evaluate, verdict_sentences
 from tracekit.findings.model import PathTime
 from tracekit.findings.rules import SEVERITY_ORDER, at_or_above, load_rules
 from tracekit.findings.stage import evaluate_run
+from tracekit.gpus import parse_gpu
+from tracekit.run_gpu import settle_run_gpu
 from tracekit.store import open_store
 from tracekit.store.db import Store
 from tracekit.store.schema import (
@@ -183,9 +185,14 @@ def make_run(
     return run_id
 
 
-def judge(store: Store, run_id: int, declaration: Declaration | None = None, **kwargs):  # type: ignore[no-untyped-def]
+def judge(store: Store, run_id: int, declaration: Declaration | None = None,  # type: ignore[no-untyped-def]
+          *, gpu: str | None = None, **kwargs):
+    """The analysis' last stages: the groups, the run's GPU (``--gpu``, the log's device
+    line), the findings."""
     with store.begin() as conn:
         refresh_kernel_groups(conn, run_id)
+        settle_run_gpu(conn, run_id, parse_gpu(gpu) if gpu else None,
+                       kwargs.get("log_evidence", ()))
         findings = evaluate_run(conn, run_id, declaration=declaration, **kwargs)
     with store.connect() as conn:
         verdict = conn.execute(select(Run.verdict).where(Run.id == run_id)).scalar_one()
@@ -561,21 +568,29 @@ def test_gpu_override_and_log_device(store: Store) -> None:
         [K(MARLIN_FP4, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})],
         device=None,
     )
-    findings, verdict = judge(store, run, W4A4, gpu_arch="sm120")
+    findings, verdict = judge(store, run, W4A4, gpu="sm120")
     assert errors(findings) and "(sm120) computes FP4 natively" in verdict
     device_line = match_line(
         "  Device 0: NVIDIA GeForce RTX 5090, compute capability 12.0, VMM: yes", 1
     )
     findings, verdict = judge(store, run, W4A4, log_evidence=[device_line])
     assert errors(findings) and "RTX 5090 (sm120)" in verdict
-    # --gpu wins over the trace: the H100 run judged as an A100 is hardware-limited
+    # --gpu fills what the trace leaves unknown and never overrides what it recorded (the
+    # rule of tracekit/run_gpu.py): the H100 run given --gpu A100 is still judged as the
+    # H100 it ran on (sm90 computes FP8: a silent fallback), and the disagreement is a
+    # warning. (Before the run's GPU was decided once, the findings let --gpu win here and
+    # called the run hardware-limited, while the classifier kept the trace's sm90.)
     h100_run = make_run(
         store,
         [K(MARLIN_FP8, "gemm", "weight_only", "marlin", "bf16", ns={"decode": 1_000})],
         device=H100,
     )
-    findings, verdict = judge(store, h100_run, FP8, gpu_arch="sm80")
-    assert not errors(findings) and "(sm80) has no native FP8" in verdict
+    with store.begin() as conn:
+        decided = settle_run_gpu(conn, h100_run, parse_gpu("A100"))
+    assert decided.arch == "sm90" and len(decided.warnings) == 1
+    assert "--gpu A100 (sm80) disagrees with the trace" in decided.warnings[0]
+    findings, verdict = judge(store, h100_run, FP8, gpu="A100")
+    assert errors(findings) and "H100 (sm90) computes FP8 natively" in verdict
 
 
 # ---------------------------------------------------------------------------------------------
@@ -833,7 +848,7 @@ def test_a_sliver_of_unattributed_bf16_is_not_judged(store: Store) -> None:
 
 
 def test_every_rule_message_renders_with_its_declared_fields() -> None:
-    from tracekit.expect._data import load_table
+    from tracekit.datafiles import load_table
 
     sample = {
         "phase": "decode",

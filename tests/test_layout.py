@@ -63,10 +63,8 @@ def test_readme_quick_start_is_two_commands_and_ci_runs_the_test_command():
 def test_every_python_package_is_in_the_distribution():
     """pyproject lists packages by name: a new subpackage missing there is missing from the
     wheel (the editable install used in development hides it)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
+    from tracekit.datafiles import tomllib
+
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
                  ["packages"])
     found = {".".join(p.parent.relative_to(REPO).parts)

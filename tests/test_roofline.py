@@ -30,8 +30,8 @@ from roofline_scenario import (  # noqa: E402
 
 from tracekit.analysis import AnalysisOptions, analyze  # noqa: E402
 from tracekit.cli import cli  # noqa: E402
-from tracekit.expect._data import load_table  # noqa: E402
-from tracekit.expect.gpu import gpu_model, gpu_models, match_gpu_model, native_paths  # noqa: E402
+from tracekit.datafiles import load_table  # noqa: E402
+from tracekit.gpus import gpu_model, gpu_models, match_gpu_model, native_paths  # noqa: E402
 from tracekit.roofline.families import SHAPES_SQL  # noqa: E402
 from tracekit.roofline.model import Roof, roof_for  # noqa: E402
 from tracekit.roofline.section import roofline_records, roofline_section  # noqa: E402

@@ -83,7 +83,26 @@ def test_vocabulary_file_lists_the_public_path_words():
         "fp64",
         "unknown",
     }
-    assert RULESET.feasibility["fp4"]["nvidia_min_sm"] == 100
+
+
+def test_a_user_vocabulary_may_add_operand_types_but_not_gpu_capabilities(tmp_path):
+    """A user pack's _paths.toml extends the operand types; which GPU computes a path is the
+    capability table's (rules/_gpus.toml), so the keys that used to say it are refused."""
+    (tmp_path / "_paths.toml").write_text('[operand_types]\nmyfp4 = "fp4"\n')
+    write_rule(tmp_path)
+    assert load_ruleset([tmp_path], use_env=False).operand_types["myfp4"] == "fp4"
+    (tmp_path / "_paths.toml").write_text('[paths.fp4]\ndescription = "x"\nnvidia_min_sm = 90\n')
+    with pytest.raises(RuleFileError, match=r"_paths\.toml:3: paths\.fp4\.nvidia_min_sm: .*"
+                                            r"rules/_gpus\.toml"):
+        load_ruleset([tmp_path], use_env=False)
+
+
+def test_requires_arch_must_be_an_architecture(tmp_path):
+    target = write_rule(tmp_path)
+    required = 'references = ["test"]\nrequires_arch = ["sm100", "Blackwell"]\n'
+    target.write_text(target.read_text().replace('references = ["test"]\n', required))
+    with pytest.raises(RuleFileError, match=r"my-rule\.toml:7: requires_arch 'Blackwell'"):
+        load_ruleset([tmp_path], use_env=False)
 
 
 # --- loader errors: a user rule pack must fail with the file and line -------------------------

@@ -9,12 +9,8 @@ from click.testing import CliRunner
 
 from tracekit.classify import load_ruleset
 from tracekit.cli import cli as main
+from tracekit.datafiles import tomllib
 from tracekit.table_examples import builtin_files, check_files
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 RULESET = load_ruleset(use_env=False)
 RESULTS = check_files(builtin_files(), RULESET)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import text
 
 from tracekit.ingest.pipeline import IngestResult, ingest
 from tracekit.report.document import build_document
@@ -106,6 +106,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     from tracekit.expect.context import load_expectations
     from tracekit.findings.stage import evaluate_run
     from tracekit.phases.stage import attribute_phases
+    from tracekit.run_gpu import settle_run_gpu
 
     ruleset = load_ruleset(options.rules_dirs)
     expectations = load_expectations(options)
@@ -113,66 +114,22 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
         and store.shared_by_connections
     groups = GroupsInBackground(store, run_id) if in_background else nullcontext()
     with groups, store.begin() as connection:
-        arch = resolve_devices(connection, run_id, expectations.gpu_arch, options.gpu)
+        run_gpu = settle_run_gpu(connection, run_id, expectations.gpu,
+                                 expectations.log_evidence)
         if options.engine or expectations.model_label:
             connection.execute(text(
                 "UPDATE runs SET engine = COALESCE(:engine, engine), "
                 "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
-        classify_run(connection, run_id, ruleset, arch=arch)
+        classify_run(connection, run_id, ruleset)
         phases = attribute_phases(connection, run_id, ingest=ingest_steps)
         if isinstance(groups, GroupsInBackground) and not phases.kernels_rewritten:
             write_kernel_groups(connection, run_id, groups.rows())
         else:
             refresh_kernel_groups(connection, run_id)
         evaluate_run(connection, run_id, declaration=expectations.declaration,
-                     gpu_arch=expectations.gpu_arch,
                      log_evidence=expectations.log_evidence,
                      unknown_threshold=options.unknown_threshold)
         document = build_document(connection, run_id)
-    document["warnings"] = list(options.warnings) + list(expectations.warnings)
+    document["warnings"] = [*options.warnings, *expectations.warnings, *run_gpu.warnings]
     return document
-
-
-def resolve_devices(connection: Connection, run_id: int, gpu_arch: str | None,
-                    gpu_name: str | None) -> str | None:
-    """The architecture the run's GPU has: from the trace, else from ``--gpu``.
-
-    Each device's arch is put in the capability table's spelling (an AMD GPU reported as
-    capability 9.4 is gfx942, not "sm94"). ``--gpu`` fills devices whose arch the trace left
-    unknown (trimmed exports have no GPU table); a known arch from the trace is kept (the
-    findings stage weighs ``--gpu`` against it). Returns the run's main arch.
-    """
-    from tracekit.expect.gpu import device_arch, known_archs, match_gpu_model
-
-    devices = connection.execute(text(
-        "SELECT id, arch, compute_major, compute_minor, name FROM devices "
-        "WHERE run_id = :run_id ORDER BY device_index, id"), {"run_id": run_id}).all()
-    main: tuple[str, str | None] | None = None
-    for device_id, arch, major, minor, name in devices:
-        resolved = device_arch(arch, major, minor, name)
-        source = None
-        named = name
-        if (resolved is None or resolved not in known_archs()) and gpu_arch:
-            resolved, name, source = gpu_arch, name or gpu_name, "user"
-        elif (gpu_name and resolved == gpu_arch and match_gpu_model(name, resolved).model is None
-              and match_gpu_model(gpu_name, resolved).model is not None):
-            # The trace knows the arch but not the product (ncu CSVs name no GPU, engineering
-            # samples have odd names): --gpu names it, for the roofline's limits.
-            name = gpu_name
-        if resolved != arch or source or name != named:
-            connection.execute(text(
-                "UPDATE devices SET arch = :arch, name = :name, "
-                "arch_source = COALESCE(:source, arch_source) WHERE id = :id"),
-                {"arch": resolved, "name": name, "source": source, "id": device_id})
-        if main is None and resolved:
-            main = (resolved, name)
-    if main is not None:
-        connection.execute(text("UPDATE runs SET gpu = :gpu WHERE id = :run_id"),
-                           {"gpu": f"{main[1] or 'GPU'} ({main[0]})", "run_id": run_id})
-        return main[0]
-    if gpu_arch and gpu_name and not devices:
-        # A trace without a device table (trimmed exports): --gpu names the product.
-        connection.execute(text("UPDATE runs SET gpu = :gpu WHERE id = :run_id"),
-                           {"gpu": f"{gpu_name} ({gpu_arch})", "run_id": run_id})
-    return gpu_arch

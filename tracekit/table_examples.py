@@ -36,12 +36,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tracekit.datafiles import read_toml
 from tracekit.errors import TracekitError
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 
 @dataclass
@@ -65,7 +61,7 @@ class TableResult:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return read_toml(path).data
 
 
 # --- checkers, one per kind of file --------------------------------------------------------------
@@ -168,7 +164,7 @@ def _log_patterns(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.expect.gpu import arch_from_gpu_name, kernel_archs
+    from tracekit.gpus import arch_from_gpu_name, kernel_archs
 
     data = _read(path)
     for row in data.get("name", []):
@@ -191,7 +187,7 @@ def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _gpu_models(result: TableResult, data: dict[str, Any]) -> None:
-    from tracekit.expect.gpu import match_gpu_model
+    from tracekit.gpus import match_gpu_model
 
     for key, row in data.get("model", {}).items():
         for example in row.get("examples", []):

@@ -232,14 +232,14 @@ def floor_columns(trace: Path) -> str:
     resolved against the file the way the reader does."""
     from tracekit.ingest.spec import spec_by_id
 
-    spec = spec_by_id("nsys-sqlite").data
+    spec = spec_by_id("nsys-sqlite").mapping
     connection = sqlite3.connect(f"{trace.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
     try:
         present = {row[1] for row in connection.execute(
-            f"PRAGMA table_info('{spec['tables']['kernel']}')")}
+            f"PRAGMA table_info('{spec.tables.kernel}')")}
     finally:
         connection.close()
-    candidates = spec["columns"]["kernel"]
+    candidates = spec.columns.kernel
     wanted = ("name_key", *KERNEL_TARGETS)
     chosen = [next((f'"{c}"' for c in candidates.get(target, []) if c in present), "NULL")
               for target in wanted]

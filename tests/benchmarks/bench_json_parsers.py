@@ -117,8 +117,9 @@ def contenders(data: bytes, pieces: list[bytes]) -> Iterator[tuple[str, Callable
         print("pysimdjson not installed: skipped")
     yield "msgspec per chunk, untyped", lambda: sum(
         walk_mappings(msgspec.json.decode(piece)) for piece in pieces)
-    data_spec = spec_by_id("kineto-json").data
-    names = [name for keys in data_spec["args"].values() for name in keys] + ["name"]
+    args = spec_by_id("kineto-json").mapping.args
+    names = [name for target in args.__struct_fields__ for name in getattr(args, target)] + [
+        "name"]
     types = EventTypes(names, exact=False)
     attrs = [types.attr[name] for name in ARGS]
 

@@ -27,12 +27,8 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from tracekit.capture.engines import HttpWindow
+from tracekit.datafiles import read_toml
 from tracekit.errors import InputError
-
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "ran", "to", "see")
 TOKEN_ID_BASE = 1000  # ids well inside any LLM vocabulary
@@ -86,17 +82,24 @@ def load_spec(value: str) -> LoadSpec:
     path = Path(value)
     if not path.is_file():
         raise InputError(f"--load {value}: neither a preset ({', '.join(PRESETS)}) nor a file")
-    try:
-        raw = path.read_text()
-        data: dict[str, Any] = (json.loads(raw) if path.suffix == ".json"
-                                else tomllib.loads(raw))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read workload file ({exc})") from None
+    where = str(path)
+    if path.suffix == ".json":
+        try:
+            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: cannot read workload file ({exc})") from None
+    else:
+        file = read_toml(path, error=InputError)
+        data = file.data
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a workload file holds one table of settings")
     base = PRESETS.get(str(data.pop("preset", "")), LoadSpec())
     known = {f.name for f in fields(LoadSpec)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise InputError(f"{path}: unknown workload keys {', '.join(unknown)}",
+        if path.suffix != ".json":
+            where = file.where(unknown[0])
+        raise InputError(f"{where}: unknown workload keys {', '.join(unknown)}",
                          hint=f"known: {', '.join(sorted(known))}")
     try:
         return replace(base, **data).validate()

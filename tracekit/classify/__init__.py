@@ -80,7 +80,7 @@ def _classify(
     kname: KernelName, ruleset: RuleSet, arch: str | None, evidence: NameEvidence | None
 ) -> Classification:
     result, match = classify_by_name(kname, ruleset)
-    return combine(result, match, evidence, arch, ruleset)
+    return combine(result, match, evidence, arch)
 
 
 def classify_names(

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from tracekit.classify.engine import Match
-from tracekit.classify.model import Classification, NameEvidence, RuleSet
+from tracekit.classify.model import Classification, NameEvidence
+from tracekit.gpus import built_for, mma_conflict, runs_on
 from tracekit.vocabulary import HALF_TYPES, MATH_OPS
 
 #: ncu ``sm__ops_path_tensor…_src_<S>[_dst_<D>]`` source word -> path
@@ -113,70 +113,33 @@ def path_from_op_dtypes(op_name: str | None, dtypes: tuple[str, ...]) -> tuple[s
     return None, f"{op_name or 'op'} has mixed input types {list(dtypes)}"
 
 
-def parse_arch(arch: str | None) -> tuple[str, Any] | None:
-    """``sm90``/``sm_90a``/``9.0``/``90`` -> ("nvidia", 90); ``gfx942`` -> ("amd", "gfx942")."""
-    if not arch:
-        return None
-    text = arch.strip().lower()
-    if text.startswith("gfx"):
-        return "amd", text.split(":")[0]
-    found = re.match(r"^(?:sm_?|compute_?)?(\d+)(?:\.(\d+))?[a-z]?$", text)
-    if not found:
-        return None
-    if found.group(2) is not None:
-        return "nvidia", int(found.group(1)) * 10 + int(found.group(2))
-    return "nvidia", int(found.group(1))
-
-
-def feasible(path: str, arch: str | None, ruleset: RuleSet) -> tuple[bool, str]:
-    """Whether GPU ``arch`` has MMA for ``path`` (per ``_paths.toml``), with the reason if not."""
-    parsed = parse_arch(arch)
-    spec = ruleset.feasibility.get(path)
-    if parsed is None or not spec:
-        return True, ""
-    vendor, value = parsed
-    if vendor == "nvidia" and "nvidia_min_sm" in spec and value < int(spec["nvidia_min_sm"]):
-        return False, f"{arch} has no {path} MMA (needs sm{spec['nvidia_min_sm']} or newer)"
-    if vendor == "amd" and "amd" in spec and value not in spec["amd"]:
-        return False, f"{arch} has no {path} MMA (only {', '.join(spec['amd'])})"
-    return True, ""
-
-
-def runs_on(requires: tuple[str, ...], arch: str | None) -> bool:
-    """Whether a kernel built for ``requires`` (e.g. sm100, sm103) can run on ``arch``."""
-    parsed = parse_arch(arch)
-    if not requires or parsed is None:
-        return True
-    wanted = {parse_arch(item) for item in requires}
-    return parsed in wanted
-
-
 def combine(
     result: Classification,
     match: Match | None,
     evidence: NameEvidence | None,
     arch: str | None,
-    ruleset: RuleSet,
 ) -> Classification:
     """Apply counters, op dtypes, log lines and feasibility to a name-only classification."""
     if evidence is not None:
         result = _apply_evidence(result, evidence)
     if result.evidence == "counters":
         return result  # measured on the GPU: nothing to check against
-    if match is not None and not runs_on(match.rule.requires_arch, arch):
+    required = match.rule.requires_arch if match is not None else ()
+    if match is not None and required and not any(runs_on(built_for(each), arch)
+                                                  for each in required):
         return replace(
             result,
             path="unknown",
             evidence="feasibility",
             confidence="low",
             reason=(
-                f"{match.rule.id} kernels are built for {', '.join(match.rule.requires_arch)} "
+                f"{match.rule.id} kernels are built for {', '.join(required)} "
                 f"and cannot run on {arch}: the name or the GPU is wrong (name said {result.path})"
             ),
         )
     if result.path not in ("unknown", "weight_only"):
-        ok, why = feasible(result.path, arch, ruleset)
-        if not ok:
+        why = mma_conflict(result.path, arch)
+        if why is not None:
             return replace(
                 result,
                 path="unknown",

@@ -33,13 +33,10 @@ from tracekit.classify.model import (
     Table,
 )
 from tracekit.classify.prefilter import KeywordIndex
+from tracekit.datafiles import DataFile, read_toml
 from tracekit.errors import RuleFileError
+from tracekit.gpus import parse_arch
 from tracekit.vocabulary import WIDE_PATHS
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 ENV_VAR = "TRACEKIT_RULES"
 VOCABULARY_FILE = "_paths.toml"
@@ -99,7 +96,7 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
     vocab_paths = table_files.get(VOCABULARY_FILE[1:-5], [])
     if not vocab_paths:
         raise RuleFileError(f"{VOCABULARY_FILE}: vocabulary file not found in {dirs[0]}")
-    operand_types, feasibility = _load_vocabulary(vocab_paths)
+    operand_types = _load_vocabulary(vocab_paths)
 
     rules = [_load_rule_checked(path, operand_types) for path in rule_files.values()]
     wanted = {table for rule in rules for _, table, _ in rule.decode}
@@ -117,7 +114,6 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
         rules=tuple(rules),
         tables=tables,
         operand_types=operand_types,
-        feasibility=feasibility,
         sources=tuple(dirs),
         index=KeywordIndex.build(rules),
     )
@@ -141,31 +137,8 @@ def _load_rule_checked(path: Path, operand_types: Mapping[str, str]) -> Rule:
 # --- files -----------------------------------------------------------------------------------
 
 
-def _read(path: Path) -> tuple[dict[str, Any], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RuleFileError(f"{path}: cannot read: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise RuleFileError(f"{path}: not UTF-8 text (bad byte at offset {exc.start})",
-                            hint="TOML files must be UTF-8") from exc
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleFileError(f"{path}: invalid TOML: {exc}") from exc
-
-
-def _line_of(text: str, needle: str) -> int | None:
-    """First line (1-based) of ``text`` containing ``needle``: where an error points to."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if needle in line:
-            return number
-    return None
-
-
-def _where(path: Path, text: str, needle: str) -> str:
-    line = _line_of(text, needle)
-    return f"{path}:{line}" if line else str(path)
+def _read(path: Path) -> DataFile:
+    return read_toml(path)
 
 
 def _suggest(word: str, choices: Any) -> str | None:
@@ -174,26 +147,30 @@ def _suggest(word: str, choices: Any) -> str | None:
 
 
 def _check_keys(
-    path: Path, text: str, data: Mapping[str, Any], allowed: Sequence[str], ctx: str
+    file: DataFile, data: Mapping[str, Any], allowed: Sequence[str], ctx: str
 ) -> None:
     for key in data:
         if key not in allowed:
             raise RuleFileError(
-                f"{_where(path, text, key)}: {ctx}{key} is not a known key",
+                f"{file.where(key)}: {ctx}{key} is not a known key",
                 hint=_suggest(key, allowed),
             )
 
 
-def _load_vocabulary(paths: list[Path]) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+#: keys of a ``[paths.<word>]`` entry: the vocabulary only (what each GPU computes is
+#: ``rules/_gpus.toml``'s, read by tracekit/gpus.py)
+_PATH_KEYS = ("description",)
+
+
+def _load_vocabulary(paths: list[Path]) -> dict[str, str]:
     """Read ``_paths.toml``: checks it lists exactly the public path words.
 
-    Returns the operand types (word -> the path class it computes in) and, per path, which
-    GPUs can run it (``nvidia_min_sm``, ``amd``): the feasibility check of evidence.py.
+    Returns the operand types (word -> the path class it computes in).
     """
     operand_types: dict[str, str] = {}
-    feasibility: dict[str, dict[str, Any]] = {}
     for path in paths:
-        data, text = _read(path)
+        file = _read(path)
+        data = file.data
         listed = data.get("paths", {})
         if path == paths[0] and set(listed) != set(PATHS):
             missing = sorted(set(PATHS) - set(listed))
@@ -205,19 +182,27 @@ def _load_vocabulary(paths: list[Path]) -> tuple[dict[str, str], dict[str, dict[
         for word, klass in data.get("operand_types", {}).items():
             if klass not in PATHS:
                 raise RuleFileError(
-                    f"{_where(path, text, word)}: operand type '{word}' has class '{klass}', "
+                    f"{file.where(word)}: operand type '{word}' has class '{klass}', "
                     "which is not a path word",
                     hint=_suggest(str(klass), PATHS),
                 )
             operand_types[word] = klass
         for word, spec in listed.items():
-            if isinstance(spec, dict) and ("nvidia_min_sm" in spec or "amd" in spec):
-                feasibility[word] = {k: spec[k] for k in ("nvidia_min_sm", "amd") if k in spec}
-    return operand_types, feasibility
+            if not isinstance(spec, dict):
+                raise RuleFileError(f"{file.where(f'[paths.{word}]')}: paths.{word} must be "
+                                    "a table")
+            for key in spec:
+                if key in ("nvidia_min_sm", "amd"):
+                    raise RuleFileError(
+                        f"{file.where(key)}: paths.{word}.{key}: which GPUs compute a path is "
+                        "read from rules/_gpus.toml ([arch.*] native, mma_only)",
+                        hint="remove the key from your rule pack's _paths.toml")
+            _check_keys(file, spec, _PATH_KEYS, f"paths.{word}.")
+    return operand_types
 
 
 def _check_labels(
-    path: Path, text: str, labels: Mapping[str, Any], operand_types: Mapping[str, str], ctx: str
+    file: DataFile, labels: Mapping[str, Any], operand_types: Mapping[str, str], ctx: str
 ) -> dict[str, str]:
     out: dict[str, str] = {}
     for key in LABEL_KEYS:
@@ -225,20 +210,20 @@ def _check_labels(
             continue
         value = labels[key]
         if not isinstance(value, str):
-            raise RuleFileError(f"{_where(path, text, key)}: {ctx}{key} must be a string")
+            raise RuleFileError(f"{file.where(key)}: {ctx}{key} must be a string")
         if key == "op" and value not in OPS:
             raise RuleFileError(
-                f"{_where(path, text, value)}: {ctx}op '{value}' is not one of {', '.join(OPS)}",
+                f"{file.where(value)}: {ctx}op '{value}' is not one of {', '.join(OPS)}",
                 hint=_suggest(value, OPS),
             )
         if key == "path" and value not in PATHS:
             raise RuleFileError(
-                f"{_where(path, text, value)}: {ctx}path '{value}' is not in {VOCABULARY_FILE}",
+                f"{file.where(value)}: {ctx}path '{value}' is not in {VOCABULARY_FILE}",
                 hint=_suggest(value, PATHS),
             )
         if key in ("weights", "activations", "accum") and value not in operand_types:
             raise RuleFileError(
-                f"{_where(path, text, value)}: {ctx}{key} '{value}' is not an operand type "
+                f"{file.where(value)}: {ctx}{key} '{value}' is not an operand type "
                 f"of {VOCABULARY_FILE}",
                 hint=_suggest(value, operand_types),
             )
@@ -247,7 +232,7 @@ def _check_labels(
 
 
 def _regexes(
-    path: Path, text: str, data: Mapping[str, Any], key: str
+    file: DataFile, data: Mapping[str, Any], key: str
 ) -> tuple[re.Pattern[str], ...]:
     raw = data.get(key, [])
     if isinstance(raw, str):
@@ -255,32 +240,33 @@ def _regexes(
     compiled = []
     for index, pattern in enumerate(raw):
         if not isinstance(pattern, str):
-            raise RuleFileError(f"{_where(path, text, key)}: {key}[{index}] must be a string")
+            raise RuleFileError(f"{file.where(key)}: {key}[{index}] must be a string")
         try:
             compiled.append(re.compile(pattern))
         except re.error as exc:
             raise RuleFileError(
-                f"{_where(path, text, pattern)}: {key}[{index}]: bad regex: {exc}"
+                f"{file.where(pattern)}: {key}[{index}]: bad regex: {exc}"
             ) from exc
     return tuple(compiled)
 
 
-def _strings(path: Path, text: str, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+def _strings(file: DataFile, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
     raw = data.get(key, [])
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise RuleFileError(f"{_where(path, text, key)}: {key} must be a list of strings")
+        raise RuleFileError(f"{file.where(key)}: {key} must be a list of strings")
     return tuple(raw)
 
 
 def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
-    data, text = _read(path)
-    _check_keys(path, text, data, _RULE_KEYS, "")
+    file = _read(path)
+    data = file.data
+    _check_keys(file, data, _RULE_KEYS, "")
     rule_id = data.get("id")
     if rule_id != path.stem:
         raise RuleFileError(
-            f"{_where(path, text, 'id')}: id '{rule_id}' must equal the file name '{path.stem}'"
+            f"{file.where('id')}: id '{rule_id}' must equal the file name '{path.stem}'"
         )
     for key in ("description", "patterns"):
         if not data.get(key):
@@ -288,25 +274,25 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
     confidence = data.get("confidence", "high")
     if confidence not in CONFIDENCE:
         raise RuleFileError(
-            f"{_where(path, text, 'confidence')}: confidence '{confidence}' is not one of "
+            f"{file.where('confidence')}: confidence '{confidence}' is not one of "
             f"{', '.join(CONFIDENCE)}"
         )
     priority = data.get("priority", 50)
     if not isinstance(priority, int):
-        raise RuleFileError(f"{_where(path, text, 'priority')}: priority must be an integer")
-    patterns = _regexes(path, text, data, "patterns")
-    labels = _check_labels(path, text, data, operand_types, "")
+        raise RuleFileError(f"{file.where('priority')}: priority must be an integer")
+    patterns = _regexes(file, data, "patterns")
+    labels = _check_labels(file, data, operand_types, "")
     if "op" not in labels:
         raise RuleFileError(f"{path}: missing required key 'op'")
     decode_raw = data.get("decode", {})
     if not isinstance(decode_raw, dict):
-        raise RuleFileError(f"{_where(path, text, 'decode')}: [decode] must be a table")
+        raise RuleFileError(f"{file.where('decode')}: [decode] must be a table")
     groups = {g for p in patterns for g in p.groupindex}
     decode: list[tuple[str, str, str | None]] = []
     for group, spec in decode_raw.items():
         if group not in groups:
             raise RuleFileError(
-                f"{_where(path, text, group)}: decode group '{group}' is not a named group "
+                f"{file.where(group)}: decode group '{group}' is not a named group "
                 "of any pattern",
                 hint=_suggest(group, groups),
             )
@@ -318,17 +304,17 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
             target = spec.get("as")
             if target not in (*_OPERAND_LABELS, "operands"):
                 raise RuleFileError(
-                    f"{_where(path, text, group)}: decode.{group}.as must be one of "
+                    f"{file.where(group)}: decode.{group}.as must be one of "
                     f"{', '.join(_OPERAND_LABELS)}, operands"
                 )
             spec = spec.get("table", "")
         decode.append((group, str(spec).lstrip("_").removesuffix(".toml"), target))
     examples = []
     for index, raw in enumerate(data.get("example", [])):
-        _check_keys(path, text, raw, _EXAMPLE_KEYS, f"example[{index}].")
+        _check_keys(file, raw, _EXAMPLE_KEYS, f"example[{index}].")
         if not isinstance(raw.get("name"), str):
             raise RuleFileError(f"{path}: example[{index}] needs a string 'name'")
-        expect = _check_labels(path, text, raw, operand_types, f"example[{index}].")
+        expect = _check_labels(file, raw, operand_types, f"example[{index}].")
         examples.append(
             Example(
                 name=raw["name"],
@@ -340,9 +326,9 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         )
     # A rule whose every pattern ignores case matches keywords against the lower-cased name.
     ignore_case = bool(patterns) and all(p.flags & re.IGNORECASE for p in patterns)
-    keywords = _strings(path, text, data, "keywords")
+    keywords = _strings(file, data, "keywords")
     if any(not keyword or len(keyword) > MAX_KEYWORD for keyword in keywords):
-        raise RuleFileError(f"{_where(path, text, 'keywords')}: keywords must be non-empty "
+        raise RuleFileError(f"{file.where('keywords')}: keywords must be non-empty "
                             f"and at most {MAX_KEYWORD} characters (an empty keyword would "
                             "match every name; the keyword index is built recursively)")
     if ignore_case:
@@ -353,25 +339,35 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         description=" ".join(str(data["description"]).split()),
         priority=priority,
         confidence=confidence,
-        references=_strings(path, text, data, "references"),
+        references=_strings(file, data, "references"),
         patterns=patterns,
-        exclude=_regexes(path, text, data, "exclude"),
+        exclude=_regexes(file, data, "exclude"),
         keywords=keywords,
         ignore_case=ignore_case,
-        needs_full_name=_full_name_paths(path, text, data.get("needs_full_name", False)),
+        needs_full_name=_full_name_paths(file, data.get("needs_full_name", False)),
         labels=labels,
         decode=tuple(decode),
-        requires_arch=_strings(path, text, data, "requires_arch"),
+        requires_arch=_architectures(file, data),
         reason=data.get("reason"),
         examples=tuple(examples),
     )
+
+
+def _architectures(file: DataFile, data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``requires_arch``: architectures in any spelling ``tracekit.gpus.parse_arch`` reads."""
+    archs = _strings(file, data, "requires_arch")
+    for arch in archs:
+        if parse_arch(arch) is None:
+            raise RuleFileError(f"{file.where('requires_arch')}: requires_arch '{arch}' is not "
+                                "an architecture (sm100, sm_90a, gfx942)")
+    return archs
 
 
 #: what ``needs_full_name = true`` stands for: the paths a rule can only conclude from the
 #: absence of a narrower operand type
 
 
-def _full_name_paths(path: Path, text: str, raw: Any) -> tuple[str, ...]:
+def _full_name_paths(file: DataFile, raw: Any) -> tuple[str, ...]:
     """``needs_full_name``: false, true (the 16/32/64-bit paths), or a list of path words."""
     if raw is False or raw is None:
         return ()
@@ -380,7 +376,7 @@ def _full_name_paths(path: Path, text: str, raw: Any) -> tuple[str, ...]:
     if isinstance(raw, list) and all(isinstance(p, str) and p in PATHS for p in raw):
         return tuple(raw)
     raise RuleFileError(
-        f"{_where(path, text, 'needs_full_name')}: needs_full_name must be true, false or a list "
+        f"{file.where('needs_full_name')}: needs_full_name must be true, false or a list "
         f"of path words ({', '.join(PATHS)})"
     )
 
@@ -390,21 +386,22 @@ def _load_table(name: str, paths: list[Path], operand_types: Mapping[str, str]) 
     entries: dict[str, dict[str, str]] = {}
     case_insensitive = False
     for path in paths:
-        data, text = _read(path)
-        _check_keys(path, text, data, _TABLE_KEYS, "")
+        file = _read(path)
+        data = file.data
+        _check_keys(file, data, _TABLE_KEYS, "")
         case_insensitive = bool(data.get("case_insensitive", case_insensitive))
         raw_entries = data.get("entries")
         if not isinstance(raw_entries, dict):
             raise RuleFileError(f"{path}: a table needs an [entries] table")
         for key, value in raw_entries.items():
             if not isinstance(value, dict):
-                raise RuleFileError(f"{_where(path, text, key)}: entry '{key}' must be a table")
-            _check_keys(path, text, value, _ENTRY_KEYS, f"entries.{key}.")
-            labels = _check_labels(path, text, value, operand_types, f"entries.{key}.")
+                raise RuleFileError(f"{file.where(key)}: entry '{key}' must be a table")
+            _check_keys(file, value, _ENTRY_KEYS, f"entries.{key}.")
+            labels = _check_labels(file, value, operand_types, f"entries.{key}.")
             if "type" in value:
                 if value["type"] not in operand_types:
                     raise RuleFileError(
-                        f"{_where(path, text, key)}: entries.{key}.type '{value['type']}' is not "
+                        f"{file.where(key)}: entries.{key}.type '{value['type']}' is not "
                         f"an operand type of {VOCABULARY_FILE}",
                         hint=_suggest(str(value["type"]), operand_types),
                     )

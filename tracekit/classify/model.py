@@ -140,7 +140,6 @@ class RuleSet:
     rules: tuple[Rule, ...]
     tables: Mapping[str, Table]
     operand_types: Mapping[str, str]
-    feasibility: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     sources: tuple[Path, ...] = ()
     #: keyword prefilter (tracekit.classify.prefilter.KeywordIndex), built by load_ruleset
     index: Any = field(default=None, compare=False, repr=False)

@@ -1,11 +1,12 @@
 """The classify stage: classify every unique kernel name of a run and store the answers.
 
 Works per unique name (``kernel_names``), never per kernel record, and writes with one bulk
-insert. Evidence other than the name is gathered with set-based queries: the GPU
-architecture (``devices.arch``), the input types of the framework op that launched each name
-(``cpu_ops`` through ``kernels.cpu_op_id``) and Nsight Compute counters
-(``kernel_metrics``, summed per metric over launches). Re-running the stage replaces the run's
-classifications, so new rules re-classify an old run without re-ingesting it.
+insert. Evidence other than the name is gathered with set-based queries: the run's GPU
+architecture (``runs.arch``, decided once by ``tracekit.run_gpu``), the input types of the
+framework op that launched each name (``cpu_ops`` through ``kernels.cpu_op_id``) and Nsight
+Compute counters (``kernel_metrics``, summed per metric over launches). Re-running the stage
+replaces the run's classifications, so new rules re-classify an old run without re-ingesting
+it.
 """
 
 from __future__ import annotations
@@ -18,22 +19,10 @@ from sqlalchemy.engine import Connection
 
 from tracekit.classify import classify_name, classify_names
 from tracekit.classify.model import NameEvidence, RuleSet
+from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import Classification as ClassificationRow
-from tracekit.store.schema import Device, KernelMetric, KernelName
-
-
-def _run_arch(connection: Connection, run_id: int) -> str | None:
-    """The run's GPU architecture when all its devices agree (mixed GPUs: no feasibility check)."""
-    archs = {
-        row[0]
-        for row in connection.execute(
-            sa.select(Device.arch)
-            .where(Device.run_id == run_id, Device.arch.is_not(None))
-            .distinct()
-        )
-    }
-    return archs.pop() if len(archs) == 1 else None
+from tracekit.store.schema import KernelMetric, KernelName
 
 
 def _op_dtypes(connection: Connection, run_id: int
@@ -106,14 +95,15 @@ def classify_run(
 ) -> int:
     """Classify the run's unique kernel names and replace its classifications; returns the count.
 
-    ``arch`` overrides the architecture recorded in ``devices``.
+    The GPU feasibility check uses the run's architecture as the analysis decided and stored
+    it (``runs.arch``, ``tracekit.run_gpu``); ``arch`` replaces it (tests, tools).
     """
     names = connection.execute(
         sa.select(KernelName.id, KernelName.name, KernelName.mangled_name).where(
             KernelName.run_id == run_id
         )
     ).all()
-    arch = arch or _run_arch(connection, run_id)
+    arch = arch or stored_run_gpu(connection, run_id).arch
     dtypes = _op_dtypes(connection, run_id)
     counters = _counters(connection, run_id)
 

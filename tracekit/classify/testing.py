@@ -75,7 +75,7 @@ def check_example(
         confidence=rule.confidence,
         reason=match.reason,
     )
-    local = combine(local, match, None, example.arch, ruleset)
+    local = combine(local, match, None, example.arch)
     for problem in _label_diff(local, example):
         fail(f"the rule alone gives {problem}")
     whole = classify_name(example.name, ruleset, arch=example.arch)

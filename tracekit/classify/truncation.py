@@ -11,15 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from tracekit.datafiles import builtin_file
 from tracekit.errors import RuleFileError
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 TABLE_FILE = "_truncation.toml"
 
@@ -81,12 +76,8 @@ def parse_printers(data: dict[str, Any], source: str) -> tuple[Printer, ...]:
 @cache
 def printers() -> tuple[Printer, ...]:
     """The built-in printers (``tracekit.rules/_truncation.toml``)."""
-    source = resources.files("tracekit.rules") / TABLE_FILE
-    try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise RuleFileError(f"{TABLE_FILE}: invalid TOML: {exc}") from exc
-    return parse_printers(data, TABLE_FILE)
+    table = builtin_file(TABLE_FILE)
+    return parse_printers(table.data, table.name)
 
 
 @cache

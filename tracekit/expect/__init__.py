@@ -2,10 +2,11 @@
 
 - :func:`read_declaration` / :func:`declaration_from_word` → :class:`Declaration`
   (checkpoint configs, GGUF headers, ``--expect``);
-- :func:`arch_from_capability`, :func:`arch_from_gpu_name`, :func:`native_paths`,
-  :func:`parse_gpu` (capability table ``rules/_gpus.toml``);
 - :func:`scan_log` → :class:`LogEvidence` (patterns ``rules/_log_patterns.toml``);
 - :func:`load_expectations` gathers all of them for one analysis.
+
+What a GPU computes natively is :mod:`tracekit.gpus`' (the capability table
+``rules/_gpus.toml``), shared with the classifier and the roofline.
 """
 
 from tracekit.expect.checkpoint import (
@@ -15,13 +16,6 @@ from tracekit.expect.checkpoint import (
     read_declaration,
 )
 from tracekit.expect.context import Expectations, load_expectations
-from tracekit.expect.gpu import (
-    arch_from_capability,
-    arch_from_gpu_name,
-    native_paths,
-    parse_gpu,
-    short_gpu_name,
-)
 from tracekit.expect.logs import LogEvidence, scan_log
 
 __all__ = [
@@ -29,13 +23,8 @@ __all__ = [
     "Expectations",
     "LayerScheme",
     "LogEvidence",
-    "arch_from_capability",
-    "arch_from_gpu_name",
     "declaration_from_word",
     "load_expectations",
-    "native_paths",
-    "parse_gpu",
     "read_declaration",
     "scan_log",
-    "short_gpu_name",
 ]

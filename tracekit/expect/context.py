@@ -14,8 +14,8 @@ from typing import Protocol
 
 from tracekit.errors import TracekitError
 from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_declaration
-from tracekit.expect.gpu import parse_gpu
 from tracekit.expect.logs import LogEvidence, scan_log
+from tracekit.gpus import GpuSpec, parse_gpu
 
 
 class ExpectationOptions(Protocol):
@@ -32,8 +32,9 @@ class Expectations:
     """Resolved expectations for one analysis."""
 
     declaration: Declaration | None = None
-    gpu_arch: str | None = None  # from --gpu; the trace's device table is consulted separately
-    gpu_name: str | None = None
+    #: --gpu, read; what the run's GPU is is decided with the trace's devices by
+    #: tracekit.run_gpu
+    gpu: GpuSpec | None = None
     log_evidence: tuple[LogEvidence, ...] = ()
     model_label: str | None = None
     warnings: tuple[str, ...] = field(default=())
@@ -66,11 +67,10 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
             declaration = (
                 stated if declaration is None or declaration.path != stated.path else declaration
             )
-    gpu_arch = gpu_name = None
+    gpu = None
     if options.gpu:
         try:
-            spec = parse_gpu(options.gpu)
-            gpu_arch, gpu_name = spec.arch, spec.name
+            gpu = parse_gpu(options.gpu)
         except TracekitError as exc:
             warnings.append(exc.one_line())
     evidence: list[LogEvidence] = []
@@ -81,8 +81,7 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
             warnings.append(f"--log: {exc.one_line()}")
     return Expectations(
         declaration=declaration,
-        gpu_arch=gpu_arch,
-        gpu_name=gpu_name,
+        gpu=gpu,
         log_evidence=tuple(evidence),
         model_label=model_label,
         warnings=tuple(warnings),

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from tracekit.datafiles import load_table, require
 from tracekit.errors import InputError
-from tracekit.expect._data import load_table, require
-from tracekit.expect.gpu import arch_from_capability
+from tracekit.gpus import arch_from_capability
 
 PATTERNS_FILE = "_log_patterns.toml"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

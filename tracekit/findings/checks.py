@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tracekit.expect.gpu import kernel_archs, native_paths, runs_on
 from tracekit.findings.judgement import (
     SIXTEEN_BIT_PATHS,
     Judgement,
@@ -21,6 +20,7 @@ from tracekit.findings.judgement import (
 )
 from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
+from tracekit.gpus import kernel_archs, native_paths, runs_on
 from tracekit.vocabulary import QUANTIZED_PATHS
 
 _FALLBACK_LOG_KINDS = frozenset({"fallback-warning", "emulation"})

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracekit.expect.gpu import native_paths, short_gpu_name
 from tracekit.findings.model import FindingContext, PathTime
 from tracekit.findings.rules import FindingRules
+from tracekit.gpus import native_paths, short_gpu_name
 from tracekit.vocabulary import PHASES, QUANTIZED_PATHS, WIDE_PATHS
 
 SIXTEEN_BIT_PATHS = frozenset(WIDE_PATHS)

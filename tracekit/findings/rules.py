@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from tracekit.datafiles import load_table, require
 from tracekit.errors import RuleFileError
-from tracekit.expect._data import load_table, require
 from tracekit.vocabulary import SEVERITY_RANK, at_or_above  # noqa: F401 - re-exported
 
 FINDINGS_FILE = "_findings.toml"

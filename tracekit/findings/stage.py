@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from tracekit.expect.checkpoint import Declaration
-from tracekit.expect.gpu import arch_from_gpu_name, device_arch, normalize_arch
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.checks import evaluate
 from tracekit.findings.judgement import judge_run
 from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime, PathTime
 from tracekit.findings.rules import load_rules
 from tracekit.findings.verdict import verdict_sentences
+from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import (
     Classification,
@@ -46,20 +46,18 @@ def evaluate_run(
     run_id: int,
     *,
     declaration: Declaration | None = None,
-    gpu_arch: str | None = None,
     log_evidence: Iterable[LogEvidence] = (),
     unknown_threshold: float = 0.2,
 ) -> list[Finding]:
     """Judge run ``run_id``: replace its ``findings`` rows and ``runs.verdict``; return findings.
 
-    ``gpu_arch`` (from ``--gpu``) overrides the trace's device table. The caller owns the
-    transaction (``store.begin()``).
+    The GPU is the run's as the analysis decided and stored it (``tracekit.run_gpu``). The
+    caller owns the transaction (``store.begin()``).
     """
     ctx = build_context(
         connection,
         run_id,
         declaration=declaration,
-        gpu_arch=gpu_arch,
         log_evidence=tuple(log_evidence),
         unknown_threshold=unknown_threshold,
     )
@@ -92,25 +90,12 @@ def build_context(
     run_id: int,
     *,
     declaration: Declaration | None = None,
-    gpu_arch: str | None = None,
     log_evidence: tuple[LogEvidence, ...] = (),
     unknown_threshold: float = 0.2,
 ) -> FindingContext:
     """Aggregate what the findings need from the store."""
-    device_archs, gpu_name, trace_arch = _devices(connection, run_id)
-    gpu_arch = normalize_arch(gpu_arch) if gpu_arch else None
-    if gpu_arch is None:
-        log_arch = next((e.gpu_arch for e in log_evidence if e.gpu_arch), None)
-        gpu_arch = trace_arch or log_arch
-        if gpu_name is None:
-            gpu_name = next(
-                (e.kernel for e in log_evidence if e.kind == "device" and e.kernel), None
-            )
-    else:
-        device_archs = {}  # --gpu wins over the trace's device table
-        name_arch = arch_from_gpu_name(gpu_name) if gpu_name else None
-        if name_arch is not None and name_arch != gpu_arch:
-            gpu_name = None  # the trace's GPU name describes another GPU than --gpu
+    gpu = stored_run_gpu(connection, run_id)
+    device_archs = _device_archs(connection, run_id)
     marker, heuristic = _step_counts(connection, run_id)
     domains, ranges = _nvtx(connection, run_id)
     groups = _name_groups(connection, run_id)
@@ -120,8 +105,8 @@ def build_context(
         attention=_attention_time(groups),
         kernels=_kernel_times(groups, device_archs),
         declaration=declaration,
-        gpu_arch=gpu_arch,
-        gpu_name=gpu_name,
+        gpu_arch=gpu.arch,
+        gpu_name=gpu.name,
         marker_steps=marker,
         heuristic_steps=heuristic,
         nvtx_domains=domains,
@@ -264,28 +249,13 @@ def _kernel_times(
     )
 
 
-def _devices(connection: Connection, run_id: int) -> tuple[dict[int, str], str | None, str | None]:
-    """Device index → arch, the first device's name, and the run's arch when all devices agree."""
+def _device_archs(connection: Connection, run_id: int) -> dict[int, str]:
+    """Device index → its architecture, as the analysis settled it (``tracekit.run_gpu``)."""
     rows = connection.execute(
-        select(
-            Device.device_index,
-            Device.name,
-            Device.arch,
-            Device.compute_major,
-            Device.compute_minor,
-        )
-        .where(Device.run_id == run_id)
-        .order_by(Device.device_index)
+        select(Device.device_index, Device.arch)
+        .where(Device.run_id == run_id, Device.arch.is_not(None))
     ).all()
-    archs: dict[int, str] = {}
-    name = None
-    for row in rows:
-        arch = device_arch(row.arch, row.compute_major, row.compute_minor, row.name)
-        if arch:
-            archs[row.device_index] = arch
-        name = name or row.name
-    distinct = set(archs.values())
-    return archs, name, distinct.pop() if len(distinct) == 1 else None
+    return {int(index): str(arch) for index, arch in rows}
 
 
 def _step_counts(connection: Connection, run_id: int) -> tuple[int, int]:

@@ -26,18 +26,13 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.datafiles import load_table
 from tracekit.errors import RuleFileError
 from tracekit.phases.report import PhaseReport
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 HEURISTICS_FILE = "_phase_heuristics.toml"
 _TEMP_TABLES = ("tk_name_signal", "tk_op_signal", "tk_h", "tk_hseg", "tk_hlab", "tk_hrun",
@@ -115,8 +110,7 @@ class SignalSet:
 @cache
 def load_signals() -> SignalSet:
     """The built-in signals from ``tracekit.rules/_phase_heuristics.toml``."""
-    raw = tomllib.loads((resources.files("tracekit.rules") / HEURISTICS_FILE)
-                        .read_text(encoding="utf-8"))
+    raw = load_table(HEURISTICS_FILE)
     signals = []
     for entry in raw.get("signal", []):
         if entry.get("phase") not in ("prefill", "decode"):

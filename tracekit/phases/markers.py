@@ -14,17 +14,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tracekit.datafiles import builtin_file, parse_toml, read_toml
 from tracekit.errors import RuleFileError
 from tracekit.vocabulary import STEP_PHASES
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 MARKERS_FILE = "_phase_markers.toml"
 COUNTS = ("prefill_tokens", "decode_tokens", "prefill_requests", "decode_requests")
@@ -183,10 +178,7 @@ def _marker_from(path: str, raw: Mapping[str, Any]) -> Marker:
 
 def parse_marker_file(text: str, path: str = MARKERS_FILE) -> MarkerSet:
     """Build a marker set from TOML text (strict: unknown keys and bad regexes are errors)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise _error(path, str(exc)) from exc
+    data = parse_toml(text, path).data
     markers = [_marker_from(path, raw) for raw in data.get("marker", [])]
     ids = [marker.id for marker in markers]
     duplicates = {marker_id for marker_id in ids if ids.count(marker_id) > 1}
@@ -198,10 +190,8 @@ def parse_marker_file(text: str, path: str = MARKERS_FILE) -> MarkerSet:
 @cache
 def load_markers(path: Path | None = None) -> MarkerSet:
     """The built-in marker set (``tracekit.rules/_phase_markers.toml``), or one from ``path``."""
-    if path is not None:
-        return parse_marker_file(path.read_text(encoding="utf-8"), str(path))
-    source = resources.files("tracekit.rules") / MARKERS_FILE
-    return parse_marker_file(source.read_text(encoding="utf-8"), MARKERS_FILE)
+    table = read_toml(path) if path is not None else builtin_file(MARKERS_FILE)
+    return parse_marker_file(table.text, table.name)
 
 
 def check_examples(markers: MarkerSet) -> list[str]:

@@ -12,7 +12,7 @@ One job per module:
 - :mod:`~tracekit.roofline.section` — the ``roofline`` section of the analysis document and
   the flat rows the Python API exposes.
 
-The GPU's limits come from the one capability table (``tracekit.expect.gpu``,
+The GPU's limits come from the one capability table (``tracekit.gpus``,
 ``rules/_gpus.toml`` ``[model.*]``).
 """
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.expect.gpu import GpuModel
+from tracekit.gpus import GpuModel
 from tracekit.roofline.families import Family
 from tracekit.roofline.model import Roof, roof_for
 from tracekit.roofline.work import expected_bits

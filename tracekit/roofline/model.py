@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tracekit.expect.gpu import GpuModel
+from tracekit.gpus import GpuModel
 from tracekit.roofline.families import Family
 from tracekit.vocabulary import HALF_TYPES
 

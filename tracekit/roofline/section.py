@@ -6,16 +6,16 @@ or counters, never per launch) and the GPU's product row; the section is plain J
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
-from tracekit.expect.gpu import GpuModel, ModelMatch, match_gpu_model
+from tracekit.gpus import GpuModel, ModelMatch, gpu_model
 from tracekit.report.document import PHASES
 from tracekit.roofline.fallback import MODEL_TEXT, estimate, fallback_claims
 from tracekit.roofline.families import Family, gemm_families
 from tracekit.roofline.model import PathSummary, Roof, by_phase_and_path, roof_for
+from tracekit.run_gpu import stored_run_gpu
 
 #: families listed one by one in the document (the sums per phase and path cover them all)
 MAX_FAMILIES = 2_000
@@ -26,29 +26,18 @@ WORK_MODEL = ("FLOPs = 2·M·N·K per GEMM op from its recorded operand shapes (
               "tensor-pipe operations); bytes = every operand read once at its stored size plus "
               "the output written once (or ncu's measured DRAM bytes); a phase is compute-bound "
               "when its intensity is at or above the ridge point peak/bandwidth of its path")
-_RUN_GPU = re.compile(r"^(?P<name>.*?)\s*\((?P<arch>[^()]+)\)\s*$")
 
 
 def run_gpu_model(connection: Connection, run_id: int) -> ModelMatch:
-    """The product the run's GPU is, from its devices (or the ``--gpu`` name stored on the run).
-
-    All devices must resolve to one product; a run over different products has no one roof.
-    """
-    devices = connection.execute(text(
-        "SELECT name, arch FROM devices WHERE run_id = :run_id ORDER BY device_index, id"),
-        {"run_id": run_id}).all()
-    matches = [match_gpu_model(name, arch) for name, arch in devices if name or arch]
-    if not matches:
-        label = connection.execute(text("SELECT gpu FROM runs WHERE id = :run_id"),
-                                   {"run_id": run_id}).scalar()
-        found = _RUN_GPU.match(label or "")
-        return match_gpu_model(found.group("name"), found.group("arch")) if found else \
-            match_gpu_model(label or None)
-    keys = {match.model.key for match in matches if match.model}
-    if len(keys) > 1:
-        return ModelMatch(None, "the run's devices are different products: "
-                                + ", ".join(sorted(keys)))
-    return next((match for match in matches if match.model), matches[0])
+    """The product the run's GPU is, as the analysis decided and stored it
+    (``tracekit.run_gpu``), or the reason it could not be told."""
+    stored = stored_run_gpu(connection, run_id)
+    model = gpu_model(stored.model) if stored.model else None
+    if model is not None:
+        return ModelMatch(model)
+    return ModelMatch(None, stored.model_reason or (
+        f"rules/_gpus.toml has no product {stored.model!r}" if stored.model
+        else "the run's GPU was not decided: analyze the run again"))
 
 
 def _rate(value: float | None, scale: float) -> float | None:

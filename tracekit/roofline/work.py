@@ -20,8 +20,8 @@ from functools import cache
 from math import prod
 from typing import Any
 
+from tracekit.datafiles import load_table, require
 from tracekit.errors import RuleFileError
-from tracekit.expect._data import load_table, require
 
 ROOFLINE_FILE = "_roofline.toml"
 _EXPR = re.compile(r"^\s*(?P<name>[a-z_]+)\[(?P<index>-?\d+|:-1)\]\s*(?:\*\s*(?P<factor>\d+))?\s*$")

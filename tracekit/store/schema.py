@@ -92,7 +92,13 @@ class Run(Base):
     label: Mapped[str | None] = mapped_column(Text)
     engine: Mapped[str | None] = mapped_column(String(32))
     model_label: Mapped[str | None] = mapped_column(Text)
+    #: The run's GPU as the analysis decided it once (``tracekit.run_gpu``): ``gpu`` for
+    #: display ("NAME (ARCH)"), ``arch`` for the classifier and the findings, ``gpu_model``
+    #: (a ``[model.*]`` key of rules/_gpus.toml) or the reason there is none for the roofline.
     gpu: Mapped[str | None] = mapped_column(Text)
+    arch: Mapped[str | None] = mapped_column(String(16))
+    gpu_model: Mapped[str | None] = mapped_column(String(64))
+    gpu_model_reason: Mapped[str | None] = mapped_column(Text)
     verdict: Mapped[str | None] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16), default="complete")
     meta_json: Mapped[str | None] = mapped_column(Text)

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from tracekit.datafiles import load_table
 from tracekit.errors import ConfigError
-from tracekit.expect._data import load_table
 from tracekit.expect.checkpoint.declaration import CHECKPOINTS_FILE, Declaration, LayerScheme
 
 _GGUF_MAGIC = b"GGUF"

@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tracekit.datafiles import load_table
 from tracekit.errors import ConfigError
-from tracekit.expect._data import load_table
 from tracekit.expect.checkpoint.declaration import (
     CHECKPOINTS_FILE,
     TORCH_DTYPES,

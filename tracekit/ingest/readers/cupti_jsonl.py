@@ -110,7 +110,7 @@ class CuptiReader(TraceRows):
 
     def __init__(self, ctx: IngestContext) -> None:
         super().__init__(ctx)
-        self.max_version = int(ctx.spec.data.get("max_version", 1))
+        self.max_version = ctx.spec.mapping.max_version
         self.kinds: Counter[str] = Counter()
         self.external = StageTable(ctx.connection, "tk_external", (
             ("file_index", "BIGINT"), ("correlation_id", "BIGINT"), ("external_id", "BIGINT")))

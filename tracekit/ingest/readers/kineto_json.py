@@ -62,7 +62,7 @@ from tracekit.ingest.readers.json_document import (
 )
 from tracekit.ingest.readers.kineto_events import EventTypes
 from tracekit.ingest.readers.kineto_time import FLOAT_EXACT_US, floats_are_exact, to_ns
-from tracekit.ingest.spec import spec_by_id
+from tracekit.ingest.spec import KinetoMapping
 from tracekit.ingest.trace_rows import (
     FileState,
     TraceRows,
@@ -110,9 +110,10 @@ class Roles:
     args: dict[str, tuple[str, ...]]
 
     @classmethod
-    def from_spec(cls, data: dict[str, Any]) -> Roles:
-        role_of = {cat: role for role, cats in data["categories"].items() for cat in cats}
-        args = {target: tuple(keys) for target, keys in data["args"].items()}
+    def from_spec(cls, mapping: KinetoMapping) -> Roles:
+        role_of = {cat: role for role in mapping.categories.__struct_fields__
+                   for cat in getattr(mapping.categories, role)}
+        args = {target: getattr(mapping.args, target) for target in mapping.args.__struct_fields__}
         return cls(role_of, args)
 
 
@@ -134,8 +135,8 @@ class KinetoReader(TraceRows):
 
     def __init__(self, ctx: IngestContext) -> None:
         super().__init__(ctx)
-        data = ctx.spec.data if "categories" in ctx.spec.data else spec_by_id("kineto-json").data
-        roles = Roles.from_spec(data)
+        mapping: KinetoMapping = ctx.spec.mapping
+        roles = Roles.from_spec(mapping)
         self.role_of = roles.role_of
         self.arg_names = [*(name for keys in roles.args.values() for name in keys),
                           *METADATA_ARGS]
@@ -143,7 +144,7 @@ class KinetoReader(TraceRows):
         self.categories: Counter[str] = Counter()
         self.flows = 0
         self.pending: dict[tuple[Any, Any, Any], list[Any]] = {}
-        self.store_gpu_ranges = bool(data.get("store", {}).get("gpu_annotations"))
+        self.store_gpu_ranges = mapping.store.gpu_annotations
         self.last_thread: tuple[Any, Any] = (None, None)
         self.types_cache: dict[tuple[Any, ...], str] = {}
         self.handlers = {

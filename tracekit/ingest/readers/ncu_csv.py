@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from sqlalchemy import text
 
 from tracekit.errors import InputError, ToolNotFound
 from tracekit.ingest.reader import IngestContext, SourceInfo
-from tracekit.ingest.spec import spec_by_id
+from tracekit.ingest.spec import NcuCsvMapping
 from tracekit.ingest.staging import StageTable, write_rows
 
 NCU_ENV = "TRACEKIT_NCU"
@@ -123,7 +123,7 @@ class Launch:
     identity: dict[str, str]
     metrics: list[tuple[str, str | None, float | None, str | None]] = field(default_factory=list)
 
-    def first(self, names: list[str]) -> tuple[str | None, float | None, str | None] | None:
+    def first(self, names: Sequence[str]) -> tuple[str | None, float | None, str | None] | None:
         """(unit, value, text) of the first metric in ``names`` that has a value."""
         for wanted in names:
             for metric, unit, value, text_value in self.metrics:
@@ -137,10 +137,10 @@ class NcuReader:
 
     def __init__(self, ctx: IngestContext) -> None:
         self.ctx = ctx
-        self.spec = spec_by_id("ncu-csv").data
-        columns = self.spec["columns"]
-        self.identity = set(columns["identity"])
-        self.nvtx_prefixes = tuple(columns["nvtx_prefixes"])
+        self.spec: NcuCsvMapping = ctx.spec.mapping
+        columns = self.spec.columns
+        self.identity = set(columns.identity)
+        self.nvtx_prefixes = columns.nvtx_prefixes
         self.stage = {name: StageTable(ctx.connection, name, cols)
                       for name, cols in STAGES.items()}
         self.names: dict[str, int] = {}
@@ -164,8 +164,8 @@ class NcuReader:
                                      f"{','.join(header or [])[:80]!r})",
                                      hint="export with `ncu --csv --page details` or "
                                           "`--page raw`")
-                columns = self.spec["columns"]
-                if columns["metric"] in header and columns["value"] in header:
+                columns = self.spec.columns
+                if columns.metric in header and columns.value in header:
                     self.layouts.add("details")
                     launches = self._details(header, rows)
                 else:
@@ -179,16 +179,16 @@ class NcuReader:
             raise InputError(f"{display}: not a text CSV file") from None
 
     def _details(self, header: list[str], rows: Iterator[list[str]]) -> Iterator[Launch]:
-        columns = self.spec["columns"]
+        columns = self.spec.columns
         index = {name: position for position, name in enumerate(header)}
         ident = [(name, index[name]) for name in header if name in self.identity]
-        missing = [columns[key] for key in ("metric", "value") if columns[key] not in index]
+        missing = [name for name in (columns.metric, columns.value) if name not in index]
         if missing:
             raise InputError(f"ncu details CSV has no {' or '.join(map(repr, missing))} column",
                              hint="export with `ncu --import FILE --csv --page details`")
-        metric_at, value_at = index[columns["metric"]], index[columns["value"]]
+        metric_at, value_at = index[columns.metric], index[columns.value]
         # Some exports drop the unit column; values are then stored without a unit.
-        unit_at = index.get(columns["unit"])
+        unit_at = index.get(columns.unit)
         current: Launch | None = None
         current_key: tuple[str, ...] | None = None
         for row in rows:
@@ -246,7 +246,7 @@ class NcuReader:
             key = self.names[name] = len(self.names)
         index = self.launches
         self.launches += 1
-        wanted = self.spec["launch"]
+        wanted = self.spec.launch
         duration = self._duration(launch)
         start = self.clock_ns
         end = start + (duration or 0)
@@ -259,16 +259,16 @@ class NcuReader:
         grid, block = _triple(identity.get("Grid Size")), _triple(identity.get("Block Size"))
         self.stage["tk_ncu_kernel"].add((
             index, key, device, _int(identity.get("Stream")), start, end, *grid, *block,
-            self._integer(launch, wanted["registers"]),
-            self._bytes(launch, wanted["static_smem"]),
-            self._bytes(launch, wanted["dynamic_smem"]), pid))
+            self._integer(launch, wanted.registers),
+            self._bytes(launch, wanted.static_smem),
+            self._bytes(launch, wanted.dynamic_smem), pid))
         metric_stage = self.stage["tk_ncu_metric"]
         for metric, unit, value, text_value in launch.metrics:
             metric_stage.add((index, key, metric, unit, value, text_value))
 
     def _duration(self, launch: Launch) -> int | None:
-        found = launch.first(self.spec["launch"]["duration"])
-        factors = self.spec["time_units"]
+        found = launch.first(self.spec.launch.duration)
+        factors = self.spec.time_units
         # Without a unit (a raw page without its units row) the scale is unknown: ncu
         # auto-scales to ns/us/ms per value. Counted in the meta, never guessed.
         if found is None or found[1] is None or found[0] not in factors:
@@ -277,30 +277,30 @@ class NcuReader:
         unit, value, _ = found
         return round(value * factors[unit])  # type: ignore[operator,index]
 
-    def _integer(self, launch: Launch, names: list[str]) -> int | None:
+    def _integer(self, launch: Launch, names: Sequence[str]) -> int | None:
         found = launch.first(names)
         return int(found[1]) if found and found[1] is not None else None
 
-    def _bytes(self, launch: Launch, names: list[str]) -> int | None:
+    def _bytes(self, launch: Launch, names: Sequence[str]) -> int | None:
         found = launch.first(names)
         if not found or found[1] is None:
             return None
-        factor = self.spec["byte_units"].get(found[0] or "byte")
+        factor = self.spec.byte_units.get(found[0] or "byte")
         return round(found[1] * factor) if factor is not None else None
 
     def _device(self, launch: Launch, device: int | None, pid: int | None) -> None:
         if device is None or (device, pid) in self.devices:
             return
-        wanted = self.spec["launch"]
+        wanted = self.spec.launch
         capability = (launch.identity.get("CC") or "").strip()
         major = minor = None
         if re.fullmatch(r"\d+\.\d+", capability):
             major, minor = (int(part) for part in capability.split("."))
-        name = launch.first(wanted["device_name"])
+        name = launch.first(wanted.device_name)
         arch = f"sm{major}{minor}" if major is not None else None
         self.devices[(device, pid)] = (
             self.ctx.run_id, device, pid, name[2] if name else None, major, minor,
-            self._integer(launch, wanted["sm_count"]), None, None, arch,
+            self._integer(launch, wanted.sm_count), None, None, arch,
             "trace" if arch else None)
 
     # -- finishing ----------------------------------------------------------------------

@@ -27,6 +27,7 @@ from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.reader import IngestContext, SourceInfo, StepAttribution
 from tracekit.ingest.side import SideWork
+from tracekit.ingest.spec import NsysSqliteMapping
 from tracekit.store.schema import NVTX_RANGE_KINDS
 
 #: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
@@ -40,12 +41,12 @@ class SourceSchema:
     """Tables and columns actually present in one export."""
 
     copier: BulkCopier
-    spec: dict[str, Any]
+    spec: NsysSqliteMapping
     _columns: dict[str, set[str]] = field(default_factory=dict)
 
     def table(self, role: str) -> str:
         """The real table name for a role such as ``kernel`` or ``nvtx``."""
-        return str(self.spec["tables"][role])
+        return str(getattr(self.spec.tables, role))
 
     def has(self, role: str) -> bool:
         """True when the export contains the table for ``role``."""
@@ -62,7 +63,7 @@ class SourceSchema:
     def expr(self, role: str, target: str, alias: str) -> str:
         """SQL for a target column: the first candidate source column present, else NULL."""
         present = self.columns(role)
-        for candidate in self.spec["columns"][role].get(target, []):
+        for candidate in getattr(self.spec.columns, role).get(target, ()):
             if candidate in present:
                 return f'{alias}."{candidate}"'
         return "NULL"
@@ -70,11 +71,11 @@ class SourceSchema:
 
 def read_metadata(schema: SourceSchema) -> tuple[str | None, str | None, dict[str, str]]:
     """Product version, schema version and interesting capture options."""
-    meta = schema.spec["metadata"]
+    meta = schema.spec.metadata
     values: dict[str, str] = {}
     tables = {row[0] for row in schema.copier.query(
         "SELECT name FROM src.sqlite_master WHERE type = 'table'")}
-    for table in meta["tables"]:
+    for table in meta.tables:
         if table in tables:
             for name, value in schema.copier.query(f'SELECT name, value FROM src."{table}"'):
                 values.setdefault(str(name), str(value))
@@ -85,13 +86,13 @@ def read_metadata(schema: SourceSchema) -> tuple[str | None, str | None, dict[st
             "WHERE name LIKE '%CUDA_GRAPH_TRACE_OPTIONS:MODE'"
         ):
             options["cuda_graph_trace"] = str(value)
-    return values.get(meta["product_version_key"]), values.get(meta["schema_version_key"]), options
+    return values.get(meta.product_version_key), values.get(meta.schema_version_key), options
 
 
 def ingest(ctx: IngestContext) -> SourceInfo:
     """Copy one nsys export into the store under ``ctx.run_id``."""
     copier = ctx.copier
-    schema = SourceSchema(copier, ctx.spec.data)
+    schema = SourceSchema(copier, ctx.spec.mapping)
     product_version, schema_version, options = read_metadata(schema)
     if not schema.has("kernel") and not ctx.allow_no_kernels:
         raise InputError(
@@ -326,7 +327,7 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any],
     # Kernel launches are not copied again: each kernel row carries its launch (thread,
     # CPU start/end, correlation id). Copying 10^7 launch rows would double ingest time.
     not_launch = " AND ".join(f"a.name NOT GLOB '{pattern}'"
-                              for pattern in schema.spec["kernel_launch_apis"]["patterns"])
+                              for pattern in schema.spec.kernel_launch_apis.patterns)
     other_keys = [row[0] for row in schema.copier.query(
         f"SELECT a.source_key FROM main.api_names AS a WHERE a.run_id = :run_id AND {not_launch}",
         params)]
@@ -472,7 +473,7 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
     """NVTX events of the kinds tracekit keeps, in one INSERT … SELECT."""
     nvtx = schema.table("nvtx")
     present = schema.columns("nvtx")
-    types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
+    types = schema.spec.nvtx_event_types.by_kind()
     kind_cases = " ".join(
         f"WHEN e.eventType IN ({', '.join(map(str, ids))}) THEN '{kind}'"
         for kind, ids in types.items()
@@ -503,7 +504,7 @@ def _copy_nvtx(schema: SourceSchema, params: dict[str, Any]) -> int:
 
 def _nvtx_count_sql(schema: SourceSchema) -> str:
     """The source's NVTX events counted by kind (ranges, marks, domain creations), one pass."""
-    types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
+    types = schema.spec.nvtx_event_types.by_kind()
 
     def ids(*kinds: str) -> str:
         return ", ".join(str(i) for kind in kinds for i in types.get(kind, [])) or "NULL"
@@ -526,7 +527,7 @@ def _marker_candidates_sql(schema: SourceSchema, likes: Sequence[str]) -> str:
 
     The same texts ``phases.stage.marker_texts`` would find among the stored ranges.
     """
-    types: dict[str, list[int]] = schema.spec["nvtx_event_types"]
+    types = schema.spec.nvtx_event_types.by_kind()
     ranges = ", ".join(str(i) for kind in NVTX_RANGE_KINDS for i in types.get(kind, []))
     text_sql = _nvtx_text(schema)
     if not likes or not ranges:

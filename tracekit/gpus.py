@@ -1,12 +1,19 @@
-"""What a GPU can compute natively, and how fast, from the capability table ``rules/_gpus.toml``.
+"""What a GPU can compute natively, and how fast: the one owner of ``rules/_gpus.toml``.
 
 A fallback is only a fallback when the GPU could have done better: FP8 Marlin on an A100 is
 the best any engine can do (sm80 has no FP8 MMA), the same kernel on an H100 is a silent
-downgrade. This module answers "which architecture is this device" (from a compute
-capability, a product name, or a ``--gpu`` value), "which paths does it run natively" and,
-per product (``[model.*]``), "what are its dense peak throughput per path and its memory
-bandwidth" — the roofs of the roofline. It never guesses: an architecture missing from the
-table has no known capabilities, a product it cannot tell apart has no known limits.
+downgrade. This module answers "which architecture is this" (:func:`parse_arch`, the one
+reader of architecture spellings, and :func:`device_arch` for a device as a trace describes
+it), "which paths does it run natively" (:func:`native_paths`), "can this path have run on
+it at all" (:func:`mma_conflict`, the classifier's feasibility check), "can a kernel built
+for X run on it" (:func:`runs_on`) and, per product (``[model.*]``), "what are its dense
+peak throughput per path and its memory bandwidth" — the roofs of the roofline. It never
+guesses: an architecture missing from the table has no known native paths, a product it
+cannot tell apart has no known limits.
+
+A leaf module (it imports only the data layer and the errors), so the classifier, the
+expectations, the findings and the roofline all read the same table without importing
+each other.
 """
 
 from __future__ import annotations
@@ -15,8 +22,9 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
+from tracekit.datafiles import builtin_file, load_table, require
 from tracekit.errors import ConfigError, RuleFileError
-from tracekit.expect._data import load_table, require
+from tracekit.vocabulary import PATHS
 
 GPUS_FILE = "_gpus.toml"
 
@@ -72,7 +80,8 @@ class ModelMatch:
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """A resolved GPU: its architecture and a short display name (may be None)."""
+    """A ``--gpu`` value read: the architecture, and the product as the user named it (None
+    when the value was an architecture)."""
 
     arch: str
     name: str | None = None
@@ -90,20 +99,43 @@ class KernelArch:
 
 @cache
 def _arch_table() -> dict[str, ArchInfo]:
-    table = load_table(GPUS_FILE).get("arch", {})
+    """The ``[arch.*]`` rows; each key is spelled as :func:`parse_arch` spells it, and its
+    vendor and native paths are words tracekit knows."""
+    file = builtin_file(GPUS_FILE)
     result: dict[str, ArchInfo] = {}
-    for arch, row in table.items():
+    for arch, row in file.data.get("arch", {}).items():
         where = f"[arch.{arch}]"
+        if parse_arch(arch) != arch:
+            raise file.fail(f"{where}: an architecture is spelled smXY or gfxNNN", needle=where)
+        vendor = file.require(row, "vendor", where)
+        if vendor != ("amd" if arch.startswith("gfx") else "nvidia"):
+            raise file.fail(f"{where}: vendor {vendor!r} does not make {arch}", needle=where)
+        native = frozenset(file.require(row, "native", where))
+        if not native <= set(PATHS) - {"unknown", "weight_only"}:
+            raise file.fail(f"{where}: native lists {sorted(native - set(PATHS))}, "
+                            "which are not path words (weight_only is never native)",
+                            needle=where)
         result[arch] = ArchInfo(
             arch=arch,
-            vendor=require(row, "vendor", GPUS_FILE, where),
+            vendor=vendor,
             family=row.get("family", ""),
-            native=frozenset(require(row, "native", GPUS_FILE, where)),
+            native=native,
             formats=tuple(row.get("formats", ())),
             note=row.get("note", ""),
-            cite=require(row, "cite", GPUS_FILE, where),
+            cite=file.require(row, "cite", where),
         )
     return result
+
+
+@cache
+def mma_only_paths() -> tuple[str, ...]:
+    """The paths only a matrix instruction computes (``mma_only`` of ``rules/_gpus.toml``)."""
+    file = builtin_file(GPUS_FILE)
+    paths = tuple(file.require(file.data, "mma_only", f"rules/{GPUS_FILE}"))
+    if not set(paths) <= set(PATHS):
+        raise file.fail(f"mma_only lists {sorted(set(paths) - set(PATHS))}, which are not "
+                        "path words", needle="mma_only")
+    return paths
 
 
 @cache
@@ -247,42 +279,96 @@ def native_paths(arch: str) -> frozenset[str]:
     return info.native if info else frozenset()
 
 
-_ARCH_RE = re.compile(r"(?i)^(?:sm_?|compute_?)(\d{2,3})[af]?$")
+def archs_with(path: str) -> tuple[str, ...]:
+    """The table's architectures that compute ``path`` natively, NVIDIA then AMD, oldest first."""
+    return tuple(sorted((arch for arch, info in _arch_table().items() if path in info.native),
+                        key=_arch_order))
+
+
+def _arch_order(arch: str) -> tuple[int, int]:
+    number = _sm_number(arch)
+    return (0, number) if number is not None else (1, int(arch[3:], 16))
+
+
+def mma_conflict(path: str, arch: str | None) -> str | None:
+    """Why ``path`` cannot have run on ``arch`` (the classifier's feasibility check), or None.
+
+    Only the ``mma_only`` paths are checked: FP4 and FP8 exist only as matrix instructions,
+    while the wider paths run on any GPU in some form. An architecture in the table has the
+    path when its ``native`` list says so. One the table lacks: an NVIDIA smXY has it when XY
+    is at least the lowest NVIDIA architecture listed with it (NVIDIA's matrix instructions
+    only gain kinds with the architecture number, ``tests/test_gpus.py`` checks the table
+    agrees), an AMD target has none. An architecture that cannot be read: nothing is known,
+    nothing is refused.
+    """
+    device = parse_arch(arch)
+    if device is None or path not in mma_only_paths():
+        return None
+    have = archs_with(path)
+    nvidia = [number for number in map(_sm_number, have) if number is not None]
+    number = _sm_number(device)
+    if device in _arch_table():
+        runs = path in native_paths(device)
+    else:
+        runs = number is not None and bool(nvidia) and number >= nvidia[0]
+    if runs:
+        return None
+    if number is not None:
+        needs = f"needs sm{nvidia[0]} or newer" if nvidia else "no NVIDIA GPU has it"
+    else:
+        amd = [other for other in have if other.startswith("gfx")]
+        needs = f"only {', '.join(amd)}" if amd else "no AMD GPU has it"
+    return f"{arch} has no {path} MMA ({needs})"
+
+
+_SM_RE = re.compile(r"^(?:sm_?|compute_?)?(\d{2,3})[af]?$")
 _CC_RE = re.compile(r"^(\d{1,2})\.(\d)$")
-_GFX_RE = re.compile(r"(?i)^gfx[0-9a-f]{3,4}$")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 
 
-def normalize_arch(value: str) -> str:
-    """Spell an architecture the way the capability table does: "SM_90a" → "sm90", "9.0" → "sm90",
-    "gfx942:sramecc+:xnack-" → "gfx942". Unrecognized values come back lower-cased."""
+def parse_arch(value: str | None) -> str | None:
+    """An architecture in the capability table's spelling, or None when ``value`` is none.
+
+    The one reader of architecture spellings: "sm90", "SM_90a", "sm_100f", "compute_90",
+    CMake's "90a" and "100", a compute capability "9.0" → "sm90"; "gfx942",
+    "gfx942:sramecc+:xnack-" → "gfx942". (ROCm reports gfx942 as capability "9.4" through
+    torch: :func:`device_arch` prefers an AMD product name for that reason.)
+    """
+    if not value:
+        return None
     text = value.strip().lower().split(":")[0]
-    if match := _ARCH_RE.match(text):
+    if match := _SM_RE.match(text):
         return f"sm{match.group(1)}"
     if match := _CC_RE.match(text):
         return arch_from_capability(int(match.group(1)), int(match.group(2)))
-    return text.replace("_", "")
+    if _GFX_RE.match(text):
+        return text
+    return None
+
+
+def normalize_arch(value: str) -> str:
+    """:func:`parse_arch`'s spelling; a value that is no architecture comes back lower-cased."""
+    return parse_arch(value) or value.strip().lower().split(":")[0].replace("_", "")
 
 
 def parse_gpu(value: str) -> GpuSpec:
-    """Read a ``--gpu`` value: "sm90", "sm_120a", "9.0", "gfx942", or a product name ("H100").
+    """Read a ``--gpu`` value: an architecture in any spelling :func:`parse_arch` reads
+    ("sm90", "sm_120a", "9.0", "gfx942"), or a product name ("H100").
 
     Raises ConfigError when the value names nothing the capability table knows.
     """
     text = value.strip()
-    if match := _ARCH_RE.match(text):
-        return GpuSpec(arch=f"sm{match.group(1)}")
-    if match := _CC_RE.match(text):
-        return GpuSpec(arch=arch_from_capability(int(match.group(1)), int(match.group(2))))
-    if _GFX_RE.match(text):
-        return GpuSpec(arch=text.lower())
-    arch, short = _match_name(text)
+    arch = parse_arch(text)
+    if arch is not None:
+        return GpuSpec(arch=arch)
+    arch, _ = _match_name(text)
     if arch is None:
         raise ConfigError(
             f"--gpu {value!r}: not an architecture (sm90, gfx942), a compute capability (9.0) "
             "or a GPU name tracekit knows",
             hint="known names are listed in rules/_gpus.toml",
         )
-    return GpuSpec(arch=arch, name=short)
+    return GpuSpec(arch=arch, name=text)
 
 
 def kernel_archs(name: str) -> tuple[KernelArch, ...]:
@@ -338,17 +424,27 @@ def _sm_major(number: int) -> int:
     return number // 10
 
 
-def runs_on(kernel: KernelArch, device_arch: str) -> bool:
+def built_for(arch: str) -> KernelArch:
+    """A kernel built for exactly ``arch`` (a rule's ``requires_arch`` entry)."""
+    spelled = parse_arch(arch) or arch
+    return KernelArch(token=arch, arch=spelled, scope="exact")
+
+
+def runs_on(kernel: KernelArch, device_arch: str | None) -> bool:
     """Whether a kernel built for ``kernel`` can execute on a ``device_arch`` device.
 
     NVIDIA: a plain smXY kernel runs on XY or newer; "a" only on XY; "f" on the same major
-    version; a range A_to_B on A…B. AMD gfx kernels run only on their own gfx target. A
-    vendor mismatch never runs.
+    version; a range A_to_B on A…B; an exact one (:func:`built_for`) only on XY. AMD gfx
+    kernels run only on their own gfx target. A vendor mismatch never runs. A device whose
+    architecture is unknown or unreadable contradicts nothing.
     """
-    device_sm = _sm_number(device_arch)
+    device = parse_arch(device_arch)
+    if device is None:
+        return True
+    device_sm = _sm_number(device)
     kernel_sm = _sm_number(kernel.arch)
-    if kernel.arch.startswith("gfx") or device_arch.startswith("gfx"):
-        return kernel.arch == device_arch
+    if kernel.arch.startswith("gfx") or device.startswith("gfx"):
+        return kernel.arch == device
     if device_sm is None or kernel_sm is None:
         return True  # nothing known to contradict
     if kernel.scope == "exact":
