@@ -35,7 +35,7 @@ _NO_VALUE = -9223372036854775808
 _KEY_AND_SUMS = ("name_id", "device", "global_tid", "global_pid", "phase", "count", "total_ns",
                  "first_start_ns", "last_end_ns")
 
-GroupRow = Sequence[Any]
+GroupRow = tuple[Any, ...]
 
 #: page cache of the background connection, in KiB (it only scans)
 SCAN_CACHE_KIB = 16_000

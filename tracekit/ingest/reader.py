@@ -28,8 +28,10 @@ class StepAttribution(Protocol):
     ``prepare`` returns True they must select ``join``'s columns for every kernel.
     """
 
-    lookup_table: str
-    lookup_columns: tuple[str, ...]
+    @property
+    def lookup_table(self) -> str: ...
+    @property
+    def lookup_columns(self) -> tuple[str, ...]: ...
 
     def prefilters(self) -> list[str]: ...
     def prepare(self, connection: Connection, run_id: int,
