@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tracemalloc
+import types
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,10 +90,11 @@ def test_the_api_is_at_the_top_of_the_package() -> None:
     assert tracekit.analyze is tracekit.api.analyze
     with pytest.raises(AttributeError):
         tracekit.no_such_thing  # noqa: B018
-    # tracekit.classify is both the classifier package and the notebook function
+    # tracekit.classify is a plain function (the classifier package is tracekit.classifier)
     from tracekit import classify
 
-    assert classify is tracekit.classify and callable(classify.classify_names)
+    assert classify is tracekit.classify is tracekit.api.classify
+    assert isinstance(classify, types.FunctionType)
     assert classify([BF16_NAME]).loc[0, "path"] == "bf16"
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tracekit.classify import NameEvidence, classify_name, classify_names, load_ruleset
-from tracekit.classify.names import prepare
+from tracekit.classifier import NameEvidence, classify_name, classify_names, load_ruleset
+from tracekit.classifier.names import prepare
 
 RULESET = load_ruleset(use_env=False)
 MATH_OPS = {"gemm", "grouped_gemm", "gemv", "attention"}
@@ -247,7 +247,7 @@ def test_fp8_needs_ada_or_newer():
 
 
 def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
-    from tracekit.classify.stage import classify_run
+    from tracekit.classifier.stage import classify_run
     from tracekit.store import schema
 
     engine = sa.create_engine("sqlite://")
@@ -324,7 +324,7 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
 
 def test_keyword_index_never_hides_a_matching_rule():
     """The one-pass keyword prefilter must give exactly what per-rule keyword checks give."""
-    from tracekit.classify.engine import all_matches, rule_matches
+    from tracekit.classifier.engine import all_matches, rule_matches
 
     names = CORPUS_NAMES + [
         "fillfunctor_fill",
@@ -344,7 +344,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from tracekit.classify import OPS, PATHS  # noqa: E402
+from tracekit.classifier import OPS, PATHS  # noqa: E402
 
 _FRAGMENTS = st.sampled_from(
     [

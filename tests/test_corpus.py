@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.classify import classify_names, load_ruleset
-from tracekit.classify.corpus import (
+from tracekit.classifier import classify_names, load_ruleset
+from tracekit.classifier.corpus import (
     corpus_files,
     load_corpus,
     score,
     snapshot_diff,
     snapshot_lines,
 )
-from tracekit.classify.demangle import binutils_available, runtime_demangles
-from tracekit.classify.engine import derive_path
-from tracekit.classify.names import prepare
-from tracekit.classify.truncation import printers
+from tracekit.classifier.demangle import binutils_available, runtime_demangles
+from tracekit.classifier.engine import derive_path
+from tracekit.classifier.names import prepare
+from tracekit.classifier.truncation import printers
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_DIR = Path(__file__).parent / "corpus"

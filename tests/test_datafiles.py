@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tracekit.capture.workload import load_spec
-from tracekit.classify.loader import load_ruleset
+from tracekit.classifier.loader import load_ruleset
 from tracekit.datafiles import builtin_file, parse_toml, read_toml
 from tracekit.errors import InputError, RuleFileError
 from tracekit.phases.markers import load_markers

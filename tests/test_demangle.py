@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.classify import classify_name, classify_names, load_ruleset
-from tracekit.classify import demangle as demangle_module
-from tracekit.classify.demangle import (
+from tracekit.classifier import classify_name, classify_names, load_ruleset
+from tracekit.classifier import demangle as demangle_module
+from tracekit.classifier.demangle import (
     binutils_available,
     clear_cache,
     demangle,
     demangle_all,
     runtime_demangles,
 )
-from tracekit.classify.names import prepare
+from tracekit.classifier.names import prepare
 
 RULESET = load_ruleset(use_env=False)
 AMD = Path(__file__).parent / "corpus" / "amd.jsonl"

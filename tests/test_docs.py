@@ -126,7 +126,7 @@ def _toml(path: Path) -> dict[str, Any]:
 
 
 def test_schemas_use_the_vocabulary_of_the_code() -> None:
-    from tracekit.classify.model import CONFIDENCE, EVIDENCE, OPS, PATHS
+    from tracekit.classifier.model import CONFIDENCE, EVIDENCE, OPS, PATHS
     from tracekit.cli.common import SEVERITIES
     from tracekit.findings.rules import load_rules
     from tracekit.ingest.spec import builtin_specs

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracekit.classify import classify_name, load_ruleset
+from tracekit.classifier import classify_name, load_ruleset
 from tracekit.datafiles import load_table
 from tracekit.gpus import (
     KernelArch,

@@ -120,7 +120,7 @@ def test_one_file_per_process_is_one_run(tmp_path):
 
 
 def test_analysis_runs_on_cupti_records(tmp_path):
-    pytest.importorskip("tracekit.classify.stage")
+    pytest.importorskip("tracekit.classifier.stage")
     path = write_jsonl(tmp_path / "cupti.jsonl", records(4242, 0))
     result = CliRunner().invoke(cli, ["analyze", str(path), "--store", str(tmp_path / "s.db"),
                                       "--json"], catch_exceptions=False)

@@ -120,7 +120,7 @@ def test_b200_moe_gemms_keep_their_op_types_and_name(shared_trace, store_path):
 
 
 def test_b200_moe_gemms_classified_as_fp8_not_bf16(shared_trace, tmp_path):
-    pytest.importorskip("tracekit.classify.stage")
+    pytest.importorskip("tracekit.classifier.stage")
     path = shared_trace(B200)
     result = CliRunner().invoke(cli, ["analyze", str(path), "--store", str(tmp_path / "s.db"),
                                       "--json"], catch_exceptions=False)

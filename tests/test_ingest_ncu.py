@@ -75,7 +75,7 @@ def test_real_folder_is_one_run(shared_trace, tmp_path):
 
 
 def test_bf16_counter_is_evidence_for_the_classifier(shared_trace, tmp_path):
-    pytest.importorskip("tracekit.classify.stage")
+    pytest.importorskip("tracekit.classifier.stage")
     path = shared_trace("llm-perf-opt/kernel_0016_ncu.metrics.csv")
     result = CliRunner().invoke(cli, ["analyze", str(path), "--store", str(tmp_path / "s.db"),
                                       "--json"], catch_exceptions=False)

@@ -599,8 +599,8 @@ def test_real_b200_vllm_torch_trace(tmp_path: Path) -> None:
     except Exception as exc:  # the torch reader is being written elsewhere
         pytest.skip(f"torch trace reader not available: {exc}")
     try:  # the real classifier, when it is there, so GEMM time splits by real paths
-        from tracekit.classify import load_ruleset
-        from tracekit.classify.stage import classify_run
+        from tracekit.classifier import load_ruleset
+        from tracekit.classifier.stage import classify_run
 
         with store.begin() as connection:
             classify_run(connection, run_id, load_ruleset(()))

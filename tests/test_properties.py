@@ -603,7 +603,7 @@ def rule_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     Loading all built-in rules costs ~25 ms per input; the shared tables and vocabulary
     (``_*.toml``) that rule files refer to cost ~1 ms, so 10^4 inputs fit in CI.
     """
-    from tracekit.classify import loader
+    from tracekit.classifier import loader
 
     tables = tmp_path_factory.mktemp("rule-tables")
     for path in RULES_DIR.glob("_*.toml"):
@@ -620,7 +620,7 @@ RULE_BASES = rule_texts()
 @SETTINGS
 @given(rule=rule_file(RULE_BASES))
 def test_rule_loader(rule_folder: Path, rule: tuple[str, bytes]) -> None:
-    from tracekit.classify import classify_names, load_ruleset
+    from tracekit.classifier import classify_names, load_ruleset
 
     stem, content = rule
     for old in rule_folder.glob("*.toml"):
@@ -642,7 +642,7 @@ def test_rule_loader(rule_folder: Path, rule: tuple[str, bytes]) -> None:
 
 def test_rule_bases_load_unchanged(rule_folder: Path) -> None:
     """The unmutated rule files load through the same path (so the fuzz reaches past ids)."""
-    from tracekit.classify import load_ruleset
+    from tracekit.classifier import load_ruleset
 
     for stem, content in RULE_BASES:
         for old in rule_folder.glob("*.toml"):
@@ -696,7 +696,7 @@ def test_regression_reader_exception_is_one_line(harness: Harness, nsys_base: by
 
 def test_regression_rule_file_not_utf8(rule_folder: Path) -> None:
     """A rule file with invalid UTF-8 raised UnicodeDecodeError instead of RuleFileError."""
-    from tracekit.classify import load_ruleset
+    from tracekit.classifier import load_ruleset
     from tracekit.errors import RuleFileError
 
     (rule_folder / "fuzzed.toml").write_bytes(b'\x80d = "("\n')
@@ -746,7 +746,7 @@ def test_regression_empty_keyword(rule_folder: Path) -> None:
     """``keywords = ""`` crashed the keyword prefilter with IndexError; now a RuleFileError."""
     import re
 
-    from tracekit.classify import load_ruleset
+    from tracekit.classifier import load_ruleset
     from tracekit.errors import RuleFileError
 
     stem, content = RULE_BASES[0]
@@ -765,7 +765,7 @@ def test_regression_rule_values_of_unforeseen_types(rule_folder: Path) -> None:
     keyword index) escaped the rule loader; both are RuleFileErrors now."""
     import re
 
-    from tracekit.classify import load_ruleset
+    from tracekit.classifier import load_ruleset
     from tracekit.errors import RuleFileError
 
     stem, content = RULE_BASES[0]

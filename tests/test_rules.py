@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.classify import PATHS, load_ruleset
-from tracekit.classify.loader import builtin_dir
-from tracekit.classify.testing import check_example, iter_examples
+from tracekit.classifier import PATHS, load_ruleset
+from tracekit.classifier.loader import builtin_dir
+from tracekit.classifier.testing import check_example, iter_examples
 from tracekit.errors import RuleFileError
 
 RULESET = load_ruleset(use_env=False)
@@ -53,7 +53,7 @@ def test_no_two_rules_claim_one_name_with_different_labels():
      "_fwd_kernel_alibi"],
 )
 def test_one_rule_speaks_for_the_triton_decode_and_extend_attention_family(name):
-    from tracekit.classify.engine import all_matches
+    from tracekit.classifier.engine import all_matches
 
     matching = [m.rule.id for m in all_matches(name, RULESET)]
     assert matching == ["triton-attention-untyped"], matching

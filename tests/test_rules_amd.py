@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.classify import classify_name, classify_names, load_ruleset
+from tracekit.classifier import classify_name, classify_names, load_ruleset
 
 RULESET = load_ruleset(use_env=False)
 CORPUS_DIR = Path(__file__).parent / "corpus"
@@ -200,8 +200,8 @@ def test_rocprof_kernel_descriptor_suffix(name, path):
 def test_ck_tile_batch_prefill_fmha_is_not_flashinfers():
     """CK-tile's FmhaBatchPrefillWithPagedKVCacheKernel contains FlashInfer's kernel name; the
     FlashInfer rule excludes it, so ck-tile-fmha decides at an ordinary priority."""
-    from tracekit.classify.engine import all_matches
-    from tracekit.classify.names import prepare
+    from tracekit.classifier.engine import all_matches
+    from tracekit.classifier.names import prepare
 
     name = next(r["name"] for r in _rows("amd.jsonl")
                 if "FmhaBatchPrefillWithPagedKVCacheKernelI" in r["name"])
@@ -219,7 +219,7 @@ def test_ck_tile_batch_prefill_fmha_is_not_flashinfers():
 def test_aiter_fp8_or_int8_quantizers_get_no_fp8_answer_from_any_rule(name):
     """aiter's *_quant_fp8_i8_kernel writes FP8 or INT8 by its output tensor: no rule may say
     fp8 for it, not even one that a priority change would let win."""
-    from tracekit.classify.engine import all_matches
+    from tracekit.classifier.engine import all_matches
 
     matches = all_matches(name, RULESET)
     assert [m.rule.id for m in matches] == ["triton-quantize-untyped"]

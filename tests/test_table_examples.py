@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tracekit.classify import load_ruleset
+from tracekit.classifier import load_ruleset
 from tracekit.cli import cli as main
 from tracekit.datafiles import tomllib
 from tracekit.table_examples import builtin_files, check_files

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tracekit.classify import classify_name, load_ruleset
-from tracekit.classify.names import prepare
-from tracekit.classify.truncation import base_name, marks, printer_of, printers
+from tracekit.classifier import classify_name, load_ruleset
+from tracekit.classifier.names import prepare
+from tracekit.classifier.truncation import base_name, marks, printer_of, printers
 
 RULESET = load_ruleset(use_env=False)
 

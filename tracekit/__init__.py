@@ -27,6 +27,7 @@ __version__ = "0.1.0"
 #: public name -> module that defines it, imported when the name is first used
 _LAZY = {
     "analyze": "tracekit.api",
+    "classify": "tracekit.api",
     "compare": "tracekit.api",
     "diff": "tracekit.api",
     "open_store": "tracekit.api",
@@ -38,13 +39,10 @@ __all__ = ["Run", "RunStore", "TracekitError", "__version__", "analyze", "classi
            "diff", "open_store"]
 
 if TYPE_CHECKING:
-    from tracekit.api import Run, RunStore, analyze, compare, diff, open_store
+    from tracekit.api import Run, RunStore, analyze, classify, compare, diff, open_store
 
 
 def __getattr__(name: str) -> Any:
-    if name == "classify":
-        # The classifier package is callable as tracekit.classify(names) (see its docstring).
-        return importlib.import_module("tracekit.classify")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tracekit' has no attribute {name!r}")

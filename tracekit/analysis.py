@@ -101,8 +101,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     connection (kept unless phases rewrote kernels).
     """
     from tracekit.aggregate import GroupsInBackground, refresh_kernel_groups, write_kernel_groups
-    from tracekit.classify import load_ruleset
-    from tracekit.classify.stage import classify_run
+    from tracekit.classifier import load_ruleset
+    from tracekit.classifier.stage import classify_run
     from tracekit.expect.context import load_expectations
     from tracekit.findings.stage import evaluate_run
     from tracekit.phases.stage import attribute_phases

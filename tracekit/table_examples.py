@@ -4,7 +4,7 @@ Each data file of ``rules/`` and ``parsers/`` states what it means through examp
 data; this module knows, per kind of file, how to check them:
 
 ========================  =====================================================================
-classification rule       rules/<id>.toml ``[[example]]`` (tracekit.classify.testing)
+classification rule       rules/<id>.toml ``[[example]]`` (tracekit.classifier.testing)
 decode table              rules/_<table>.toml ``[[example]]``: a real kernel name the winning
                           rule decodes through this table, with the labels it must get
 vocabulary                rules/_paths.toml ``[[example]]``: an operand pair and the path it gives
@@ -68,7 +68,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _rules(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.classify.testing import check_examples
+    from tracekit.classifier.testing import check_examples
 
     count, failures = check_examples(ruleset, {path.stem})
     result.examples += count
@@ -77,9 +77,9 @@ def _rules(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _decode_table(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.classify import classify_name
-    from tracekit.classify.engine import best_match
-    from tracekit.classify.names import prepare
+    from tracekit.classifier import classify_name
+    from tracekit.classifier.engine import best_match
+    from tracekit.classifier.names import prepare
 
     table = path.stem[1:]
     users = {rule.id for rule in ruleset.rules if any(t == table for _, t, _ in rule.decode)}
@@ -103,7 +103,7 @@ def _decode_table(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _vocabulary(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.classify.engine import derive_path
+    from tracekit.classifier.engine import derive_path
 
     for index, raw in enumerate(_read(path).get("example", [])):
         result.examples += 1
@@ -115,7 +115,7 @@ def _vocabulary(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _truncation(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.classify.truncation import parse_printers
+    from tracekit.classifier.truncation import parse_printers
 
     for printer in parse_printers(_read(path), str(path)):
         for full, printed in printer.examples:

@@ -28,7 +28,7 @@ STAGES = (
     ("tracekit.ingest.readers.kineto_json.KinetoReader", "read", "parse"),
     ("tracekit.ingest.trace_rows.TraceRows", "finish", "link"),
     ("tracekit.analysis", "ingest", "ingest"),
-    ("tracekit.classify.stage", "classify_run", "classify"),
+    ("tracekit.classifier.stage", "classify_run", "classify"),
     ("tracekit.phases.stage", "attribute_phases", "phases"),
     ("tracekit.aggregate", "write_kernel_groups", "groups"),
     ("tracekit.aggregate", "refresh_kernel_groups", "groups"),

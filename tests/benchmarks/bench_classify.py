@@ -8,7 +8,7 @@ Not collected by pytest (the file name does not start with ``test_``).
 ``--mangled`` times the worst case of the demangler instead: N distinct mangled names that the
 C++ runtime's demangler cannot read (the corpus' Composable Kernel / aiter names with
 ``DF16b`` = ``std::bfloat16_t``, one template integer varied), so every one goes to the
-binutils ``c++filt`` fallback, in one batch (``tracekit.classify.demangle``). Recorded
+binutils ``c++filt`` fallback, in one batch (``tracekit.classifier.demangle``). Recorded
 2026-11-30 on the shared 2-core container (load average 4-5 from other sessions): 10,000 such
 names (975 characters mangled, 3,700 demangled, on average) in 6.9-9.0 s with c++filt on PATH:
 the one c++filt process takes 1.5 s, the rest is matching the rules against four times longer
@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from tracekit.classify import classify_names, load_ruleset
+from tracekit.classifier import classify_names, load_ruleset
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "kernel_names.jsonl"
 

@@ -49,7 +49,7 @@ with atheris.instrument_imports(include=["tracekit"]):
     import tracekit.ingest.readers.nsys_sqlite
     import tracekit.ingest.staging
     import tracekit.ingest.trace_rows  # noqa: F401  (readers are imported lazily: instrument now)
-    from tracekit.classify import classify_names, load_ruleset
+    from tracekit.classifier import classify_names, load_ruleset
     from tracekit.errors import TracekitError
     from tracekit.ingest.pipeline import UnexpectedContent, ingest
     from tracekit.store.db import open_store

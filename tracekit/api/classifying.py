@@ -21,7 +21,7 @@ def classify(names: str | Iterable[str], *, arch: str | None = None,
     activations, accum, library, rule, confidence, evidence, reason). ``arch`` (``sm90``,
     ``sm120``, ``gfx942``) checks what the GPU can run; ``rules`` adds rule pack folders."""
     from tracekit.api import tables
-    from tracekit.classify import classify_names, load_ruleset
+    from tracekit.classifier import classify_names, load_ruleset
 
     given = [names] if isinstance(names, str) else list(names)
     if not all(isinstance(name, str) for name in given):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tracekit.classify.model import CONFIDENCE, EVIDENCE, OPS, PATHS
+from tracekit.classifier.model import CONFIDENCE, EVIDENCE, OPS, PATHS
 from tracekit.report.document import CLASSIFICATION_FIELDS, PHASES
 
 #: what a record without a classification row counts as (as in the analysis document)

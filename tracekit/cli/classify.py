@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from tracekit.classify import classify_names, load_ruleset
-from tracekit.classify.model import Classification
+from tracekit.classifier import classify_names, load_ruleset
+from tracekit.classifier.model import Classification
 from tracekit.errors import InputError
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 
-from tracekit.classify import classify_name, classify_names, load_ruleset
-from tracekit.classify.corpus import load_corpus, render_score, score, score_as_dict
-from tracekit.classify.engine import all_matches
-from tracekit.classify.names import prepare
+from tracekit.classifier import classify_name, classify_names, load_ruleset
+from tracekit.classifier.corpus import load_corpus, render_score, score, score_as_dict
+from tracekit.classifier.engine import all_matches
+from tracekit.classifier.names import prepare
 from tracekit.table_examples import builtin_files, check_files
 
 _RULES_OPTION = click.option(

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from tracekit.classify.engine import Match
-from tracekit.classify.model import Classification, NameEvidence
+from tracekit.classifier.engine import Match
+from tracekit.classifier.model import Classification, NameEvidence
 from tracekit.gpus import built_for, mma_conflict, runs_on
 from tracekit.vocabulary import HALF_TYPES, MATH_OPS
 

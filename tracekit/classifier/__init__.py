@@ -1,9 +1,7 @@
 """Classify GPU kernels by the arithmetic they really ran (rules in ``rules/*.toml``).
 
-In a notebook the package itself is callable: ``tracekit.classify(names, arch=None,
-rules=())`` returns a pandas DataFrame, one row per name (``tracekit.api.classify``). The
-package and the function share the name ``tracekit.classify``, so the package answers the
-call rather than hiding one or the other.
+In a notebook, ``tracekit.classify(names, arch=None, rules=())`` (``tracekit.api.classify``)
+wraps ``classify_names`` and returns a pandas DataFrame, one row per name.
 
 Public API::
 
@@ -29,16 +27,12 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-import os
-import sys
-import types
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
-from tracekit.classify.engine import all_matches, classify_by_name
-from tracekit.classify.evidence import combine
-from tracekit.classify.loader import load_ruleset
-from tracekit.classify.model import (
+from tracekit.classifier.engine import all_matches, classify_by_name
+from tracekit.classifier.evidence import combine
+from tracekit.classifier.loader import load_ruleset
+from tracekit.classifier.model import (
     OPS,
     PATHS,
     Classification,
@@ -46,10 +40,7 @@ from tracekit.classify.model import (
     Rule,
     RuleSet,
 )
-from tracekit.classify.names import KernelName, prepare, prepare_all
-
-if TYPE_CHECKING:
-    import pandas as pd
+from tracekit.classifier.names import KernelName, prepare, prepare_all
 
 __all__ = [
     "OPS",
@@ -93,7 +84,7 @@ def classify_names(
     """Classify each name (once per distinct name); results are in input order.
 
     The distinct names are prepared together, so the fallback demangler runs once for all of
-    them (``tracekit.classify.names.prepare_all``).
+    them (``tracekit.classifier.names.prepare_all``).
     """
     evidence = evidence or {}
     prepared = prepare_all(names)
@@ -103,17 +94,3 @@ def classify_names(
     }
     return [done[name] for name in names]
 
-
-class _CallablePackage(types.ModuleType):
-    """The ``tracekit.classify`` package, callable as ``tracekit.classify(names)``."""
-
-    def __call__(self, names: str | Iterable[str], *, arch: str | None = None,
-                 rules: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = ()
-                 ) -> pd.DataFrame:
-        """Classify kernel names into a DataFrame (see ``tracekit.api.classify``)."""
-        from tracekit.api.classifying import classify
-
-        return classify(names, arch=arch, rules=rules)
-
-
-sys.modules[__name__].__class__ = _CallablePackage

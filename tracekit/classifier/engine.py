@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from tracekit.classify.model import Classification, Rule, RuleSet
-from tracekit.classify.names import KernelName
+from tracekit.classifier.model import Classification, Rule, RuleSet
+from tracekit.classifier.names import KernelName
 from tracekit.vocabulary import HALF_TYPES, MATH_OPS, QUANTIZED_PATHS
 
 #: the reason prefix of every answer that is unknown because the name was cut

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracekit.classify.model import OPS, PATHS, Classification
+from tracekit.classifier.model import OPS, PATHS, Classification
 from tracekit.errors import InputError
 
 REQUIRED_KEYS: tuple[str, ...] = (

@@ -17,8 +17,8 @@ from typing import cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from tracekit.classify import classify_name, classify_names
-from tracekit.classify.model import NameEvidence, RuleSet
+from tracekit.classifier import classify_name, classify_names
+from tracekit.classifier.model import NameEvidence, RuleSet
 from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import Classification as ClassificationRow

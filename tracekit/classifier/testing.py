@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tracekit.classify import classify_name
-from tracekit.classify.engine import evaluate, guard_truncation, rule_matches
-from tracekit.classify.evidence import combine
-from tracekit.classify.model import Classification, Example, Rule, RuleSet
-from tracekit.classify.names import prepare
+from tracekit.classifier import classify_name
+from tracekit.classifier.engine import evaluate, guard_truncation, rule_matches
+from tracekit.classifier.evidence import combine
+from tracekit.classifier.model import Classification, Example, Rule, RuleSet
+from tracekit.classifier.names import prepare
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tracekit.classify.model import Rule
+from tracekit.classifier.model import Rule
 
 
 def _trie_regex(words: Iterable[str]) -> str:

@@ -2,7 +2,7 @@
 
 ``nsys stats`` keeps 99 characters and adds ``…``; torch's profiler table keeps 52 and adds
 ``...``; base-name printers (``nsys stats …:base``, ``ncu --print-kernel-base function``) drop the
-template arguments without a mark. The marks are what :func:`tracekit.classify.names.prepare`
+template arguments without a mark. The marks are what :func:`tracekit.classifier.names.prepare`
 strips; the printer that matches a cut name's length is named in ``truncated:`` reasons, so a
 user sees which tool hid the deciding part and which export keeps it.
 """

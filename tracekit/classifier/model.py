@@ -141,7 +141,7 @@ class RuleSet:
     tables: Mapping[str, Table]
     operand_types: Mapping[str, str]
     sources: tuple[Path, ...] = ()
-    #: keyword prefilter (tracekit.classify.prefilter.KeywordIndex), built by load_ruleset
+    #: keyword prefilter (tracekit.classifier.prefilter.KeywordIndex), built by load_ruleset
     index: Any = field(default=None, compare=False, repr=False)
 
     def get(self, rule_id: str) -> Rule | None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tracekit.classify.demangle import demangle, demangle_all
-from tracekit.classify.truncation import marks, printer_of
+from tracekit.classifier.demangle import demangle, demangle_all
+from tracekit.classifier.truncation import marks, printer_of
 
 __all__ = ["KernelName", "demangle", "prepare", "prepare_all"]
 

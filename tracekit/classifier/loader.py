@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tracekit.classify.model import (
+from tracekit.classifier.model import (
     CONFIDENCE,
     LABEL_KEYS,
     OPS,
@@ -32,7 +32,7 @@ from tracekit.classify.model import (
     RuleSet,
     Table,
 )
-from tracekit.classify.prefilter import KeywordIndex
+from tracekit.classifier.prefilter import KeywordIndex
 from tracekit.datafiles import DataFile, read_toml
 from tracekit.errors import RuleFileError
 from tracekit.gpus import parse_arch
