@@ -147,14 +147,10 @@ def test_counters_confirm_weight_only():
     assert (result.path, result.evidence) == ("weight_only", "counters")
 
 
-def test_real_ncu_counters_from_an_rtx_5090():
-    """shared/traces/llm-perf-opt: a CUTLASS BF16 GEMM counts BF16 tensor ops."""
-    path = (
-        Path(__file__).resolve().parents[2]
-        / "shared/traces/llm-perf-opt/kernel_0016_ncu.metrics.csv"
-    )
-    if not path.exists():
-        pytest.skip("shared traces not present")
+def test_real_ncu_counters_from_an_rtx_5090(shared_trace):
+    """A real ncu CSV of an RTX 5090 (CodeGandee/llm-perf-opt, read from the traces folder when
+    present): a CUTLASS BF16 GEMM counts BF16 tensor ops."""
+    path = shared_trace("llm-perf-opt/kernel_0016_ncu.metrics.csv")
     import csv
 
     rows = list(csv.DictReader(path.open()))
@@ -186,7 +182,8 @@ def test_op_dtypes_decide_only_when_the_name_does_not():
 
 
 def test_custom_op_dtypes_are_not_trusted():
-    """formats.md §0 item 10: vllm::moe_forward says BF16 inputs; its GEMMs run MXFP4 x MXFP8."""
+    """vllm::moe_forward says BF16 inputs; its GEMMs run MXFP4 x MXFP8 (the 8×B200 vLLM trace,
+    https://github.com/AMD-AGI/TraceLens/blob/171dd74721ca1ec45709e5805b68ae1f65e27811/tests/traces/b200/eager_trace.json.gz)."""
     ev = NameEvidence(op_name="vllm::moe_forward", op_dtypes=("c10::BFloat16", "c10::BFloat16", ""))
     result = classify_name(MOE, RULESET, evidence=ev)
     assert result.path == "unknown" and "not trusted" in result.reason

@@ -5,8 +5,10 @@
 - real ``--json`` documents validate against docs/schema/*.schema.json, whose word lists equal
   the vocabulary's owners in code and data;
 - the vocabulary and JSON pages name every word and key the schemas hold;
-- nothing under docs/ points outside the repository (a clone has no ``../shared``, no
-  DESIGN.md), and every relative link resolves to a file of the repository;
+- nothing under docs/ points outside the repository (a clone has no ``../shared`` and no
+  design notes beside it), and every relative link resolves to a file of the repository;
+- nor does any other tracked file (code, rules, parser specs, fixtures, tests): they cite
+  ``docs/<page>.md#section``, which must name a page and a heading, or public sources;
 - the index (docs/README.md) names every package, reader and test file.
 """
 
@@ -34,13 +36,20 @@ SCHEMAS = DOCS / "schema"
 H200 = REPO / "fixtures" / "h200"
 EXAMPLE = REPO / "examples" / "nvfp4_two_checkpoints"
 
-#: text no doc may contain: files a clone of the repository does not have
-OUTSIDE = re.compile(r"\.\./shared|\bshared/(?:research|traces)|DESIGN\.md|anchors\.md|"
-                     r"aesthetics\.md|PROVENANCE\.md|/work/")
-#: the map of those references for the pass that replaces them (temporary; it must name them)
-TEMPORARY = {"references-map.md"}
 #: a Markdown link target: [text](target)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+#: a whole Markdown link, text and target
+WHOLE_LINK = re.compile(r"\[[^\]]*\]\([^)\s]+\)")
+#: what a clone does not have: the design and research notes that once lay beside the repository,
+#: their numbered sections (a section sign and a number), and the machine's paths. The
+#: repository's own pages are named ``docs/formats.md`` (or linked inside docs/), never bare.
+NOTES = re.compile(r"DESIGN\.md|anchors\.md|aesthetics\.md|PROVENANCE\.md|shared/(?:research)"
+                   r"|/work(?=/)|§\s?[0-9]|§[A-D](?:\b|\.[0-9])"
+                   r"|(?<![\w/.-])(?:formats|engines)\.md")
+#: the folder of real traces recorded by others, which only tests that read it may name
+TRACES = re.compile(r"\.\./shared\b|\bshared/(?:traces)\b")
+#: how a test reads those traces at run time (and skips without them): tests/conftest.py
+READS_TRACES = re.compile(r"shared_trace|TRACEKIT_SHARED_TRACES|\"shared\" / \"traces\"")
 
 
 def load_generator() -> ModuleType:
@@ -259,7 +268,7 @@ def doc_files() -> list[Path]:
 @pytest.mark.parametrize("path", doc_files(), ids=lambda p: str(p.relative_to(DOCS)))
 def test_docs_point_inside_the_repository(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    found = OUTSIDE.search(text) if path.name not in TEMPORARY else None
+    found = NOTES.search(WHOLE_LINK.sub("", text)) or TRACES.search(text)
     assert found is None, f"{path.relative_to(REPO)} points outside the repository: {found[0]}"
     for target in LINK.findall(text) if path.suffix == ".md" else ():
         if re.match(r"^[a-z]+:", target) or target.startswith("#"):
@@ -270,6 +279,62 @@ def test_docs_point_inside_the_repository(path: Path) -> None:
         assert resolved.exists(), f"{path.name}: link {target} names no file"
         if anchor and resolved.suffix == ".md":
             assert anchor in anchors(resolved), f"{path.name}: link {target} names no heading"
+
+
+
+# -- nothing in the repository points outside it ------------------------------------------------
+
+#: a reference to a page of docs/, with its section: docs/vocabulary.md#a-classification
+DOCS_REFERENCE = re.compile(r"(?<![\w/.-])docs/([\w/.-]+?\.md)(?:#([\w-]+))?")
+
+
+def tracked_text_files() -> list[tuple[Path, str]]:
+    """Every file git tracks, as text (binary and non-UTF-8 files left out)."""
+    try:
+        listing = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True,
+                                 capture_output=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    files = []
+    for name in filter(None, listing.split("\0")):
+        path = REPO / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "\0" not in text:
+            files.append((path, text))
+    return files
+
+
+def test_nothing_in_the_repository_points_outside_it() -> None:
+    """Code, rule files, parser specs, fixtures, tests and docs cite in-repo pages
+    (``docs/…#section``) or public sources, never notes a clone does not have. Tests that read
+    real traces from ``$TRACEKIT_SHARED_TRACES`` (skipping without them) may name that folder."""
+    problems = []
+    for path, text in tracked_text_files():
+        relative = path.relative_to(REPO)
+        # Markdown links inside docs/ resolve (test_docs_point_inside_the_repository)
+        scanned = WHOLE_LINK.sub("", text) if path.suffix == ".md" else text
+        problems += [f"{relative}: {found[0]!r}" for found in NOTES.finditer(scanned)]
+        reads_traces = (relative.parts[0] == "tests" and path.suffix == ".py"
+                        and READS_TRACES.search(text) is not None)
+        if not reads_traces:
+            problems += [f"{relative}: {found[0]!r}" for found in TRACES.finditer(text)]
+    assert not problems, "references to files outside the repository:\n" + "\n".join(problems)
+
+
+def test_references_to_docs_pages_resolve() -> None:
+    """Every ``docs/<page>.md#section`` named in the repository names a page and a heading."""
+    problems = []
+    for path, text in tracked_text_files():
+        for found in DOCS_REFERENCE.finditer(text):
+            page = DOCS / found[1]
+            if not page.is_file():
+                problems.append(f"{path.relative_to(REPO)}: {found[0]} names no page")
+            elif found[2] and found[2] not in anchors(page):
+                problems.append(f"{path.relative_to(REPO)}: {found[0]} names no heading")
+    assert not problems, "\n".join(problems)
 
 
 def test_the_index_names_every_package_reader_and_test_file() -> None:

@@ -40,7 +40,7 @@ from tracekit.store.schema import Kernel as KernelRow
 
 CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
 
-# Kernel names in the families engines.md §3.2 lists.
+# Kernel names of GEMM families the rules decode (CUTLASS FP4, Marlin, trtllm-gen, FlashInfer).
 FP4_SM120 = (
     "void cutlass::device_kernel<vllm::enable_sm120_family<cutlass::gemm::kernel::GemmUniversal<"
     "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm120TmaWarpSpecializedBlockScaled"

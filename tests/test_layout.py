@@ -1,5 +1,6 @@
-"""The layout promises of DESIGN.md: data folders hold data, every command has help, the
-README quick start is two commands and CI runs the README's test command."""
+"""The layout promises of docs/architecture.md#dependencies-between-packages and the README's
+*Where things live*: data folders hold data, every command has help, the README quick start is
+two commands and CI runs the README's test command."""
 
 from __future__ import annotations
 

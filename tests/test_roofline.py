@@ -3,7 +3,7 @@ fallback estimate — every number checked against arithmetic done by hand in th
 
 Real inputs where they exist: the TraceLens B200/H100 Kineto traces (recorded with shapes)
 and the llm-perf-opt Nsight Compute CSVs of an RTX 5090 (tensor-pipe counters, DRAM bytes,
-durations); they skip cleanly when ../shared/traces is absent.
+durations); they skip cleanly when those traces are absent ($TRACEKIT_SHARED_TRACES).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ with shapes, the classifier's kernel ↔ CPU-op join made 8× the copies take ~1
 
 Base sizes are chosen so that the per-copy work, not the fixed cost of loading rules and
 classifying the (unchanging) unique names, dominates the base run. The fixtures recorded on
-an H200 run in CI; the traces of ``../shared/traces`` join them where present.
+an H200 run in CI; real traces recorded by others (``tests/conftest.py: shared_traces_dir``)
+join them where present.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ FIXTURE_INPUTS = [
     ("cupti-h200", FIXTURES / "cupti.jsonl.gz", 2),
     ("ncu-h200", FIXTURES / "ncu.csv", 4),
 ]
-#: the same, for the real traces recorded by others (skipped when ../shared is absent)
+#: the same, for the real traces recorded by others (skipped when they are absent)
 SHARED_INPUTS = [
     ("kineto-b200-vllm", "tracelens/b200__eager_trace.json.gz", 2),
     ("kineto-h100-qwen", "tracelens/h100__Qwen_Qwen1.5-0.5B-Chat__1016005.redacted.json.gz", 2),

@@ -4,7 +4,7 @@ nsys-ai, on big nsys exports.
 Run by hand (pytest does not collect it):
 
     python tests/benchmarks/bench_analyze.py --kernels 1000000 10000000 \\
-        --real ../shared/traces/nsys-ai/h100_2gpu_1s.sqlite --real-kernels 1000000 \\
+        --real "$TRACEKIT_SHARED_TRACES/nsys-ai/h100_2gpu_1s.sqlite" --real-kernels 1000000 \\
         --nsys-ai /path/to/venv/bin/nsys-ai --out /tmp/bench
 
 Inputs: for each ``--kernels`` size an nsys-schema SQLite file (nsys 2022.4's real schema)

@@ -2,8 +2,8 @@
 
 Not collected by pytest. Run::
 
-    python tests/benchmarks/replicate.py ../shared/traces/tracelens/b200__eager_trace.json.gz \\
-        /tmp/b200x37.json --copies 37
+    python tests/benchmarks/replicate.py \\
+        "$TRACEKIT_SHARED_TRACES/tracelens/b200__eager_trace.json.gz" /tmp/b200x37.json --copies 37
     pip install orjson pysimdjson        # optional contenders; skipped when absent
     python tests/benchmarks/bench_json_parsers.py /tmp/b200x37.json
 

@@ -2,13 +2,13 @@
 
 A benchmark on a synthetic mix hides what real traces have: CPU ops nested twelve deep, a
 hundred Python frames per kernel, flows, annotations, several streams and ranks. So the speed
-and scaling checks also run on the real traces of ``../shared/traces`` made longer, the shape a
-longer profile of the same program has: copy *i* of every event is shifted by *i* times the
-trace's span, and every id that links events (correlation ids, External ids, Python ids,
-flow ids, event indexes) is offset by *i* times (the largest id + 1), so copies never link to
-each other. ``keep_ids=True`` keeps the ids as they are instead, the shape of a restarted
-profiler or of ranks merged into one file: the same External id and correlation id then stand
-for several events, which readers must resolve (and report) without slowing down.
+and scaling checks also run on real traces recorded by others (``$TRACEKIT_SHARED_TRACES``) made
+longer, the shape a longer profile of the same program has: copy *i* of every event is shifted
+by *i* times the trace's span, and every id that links events (correlation ids, External ids,
+Python ids, flow ids, event indexes) is offset by *i* times (the largest id + 1), so copies
+never link to each other. ``keep_ids=True`` keeps the ids as they are instead, the shape of a
+restarted profiler or of ranks merged into one file: the same External id and correlation id
+then stand for several events, which readers must resolve (and report) without slowing down.
 
 Used by ``bench_kineto.py``, ``bench_analyze.py`` and the suite's scaling tests. Also a
 command::

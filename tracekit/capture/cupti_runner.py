@@ -2,7 +2,8 @@
 
 The lightest capture: NVIDIA's ``cupti-python`` activity API records every kernel (and runtime
 call, memcpy, memset) while the program runs as ``__main__``; the records are written as JSON
-lines in the format documented in ``tracekit/ingest/readers/cupti_jsonl.py`` (formats.md §D).
+lines in the format documented in ``tracekit/ingest/readers/cupti_jsonl.py``
+(docs/formats.md#tracekits-cupti-json-lines).
 Needs ``cupti-python`` and an NVIDIA GPU; never run it under nsys, ncu or torch.profiler (one
 CUPTI subscriber per process). Imports cupti lazily so ``--help`` works anywhere, and nothing
 of tracekit beyond ``runner`` (the program's interpreter may lack tracekit's dependencies, so

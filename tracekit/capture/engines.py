@@ -2,9 +2,10 @@
 
 A preset says how to recognise the engine in a command line, which environment it needs under
 a profiler, which engine flag turns its profiling hook into a CUDA capture window, how a client
-opens and closes that window, and where its server listens by default. The facts come from
-``shared/research/engines.md`` §1 (cited per preset); every one of them can be overridden from
-the command line (``--engine``, ``--window``, ``--nsys-arg``, ``--url``).
+opens and closes that window, and where its server listens by default. Each preset cites the
+engine's public docs or source it follows (``source``; overview in
+docs/engines.md#profiling-an-engine-tracekit-audit); every fact can be overridden from the
+command line (``--engine``, ``--window``, ``--nsys-arg``, ``--url``).
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ PRESETS: dict[str, EnginePreset] = {
                   "--profiler-config.torch_profiler_record_shapes", "true"),
             legacy_env={"VLLM_TORCH_PROFILER_DIR": "{dir}",
                         "VLLM_TORCH_PROFILER_RECORD_SHAPES": "1"}),
-        source="engines.md §1.2 (vLLM 0.33: vllm/profiler/wrapper.py, "
-               "vllm/entrypoints/serve/profile/api_router.py)",
+        source="vLLM 0.33: https://docs.vllm.ai/en/stable/contributing/profiling/, "
+               "vllm/profiler/wrapper.py, vllm/entrypoints/serve/profile/api_router.py",
     ),
     "sglang": EnginePreset(
         name="sglang",
@@ -123,7 +124,9 @@ PRESETS: dict[str, EnginePreset] = {
         server=True,
         default_port=30000,
         package="sglang",
-        source="engines.md §1.3 (SGLang 0.5.23: srt/entrypoints/http_server.py, ProfileReq)",
+        source="SGLang 0.5.23: "
+               "https://docs.sglang.ai/developer_guide/benchmark_and_profiling.html, "
+               "srt/entrypoints/http_server.py, ProfileReq in srt/managers/io_struct.py",
     ),
     "trtllm": EnginePreset(
         name="trtllm",
@@ -135,14 +138,16 @@ PRESETS: dict[str, EnginePreset] = {
         server=True,
         default_port=8000,
         package="tensorrt_llm",
-        source="engines.md §1.4 (TensorRT-LLM docs/source/developer-guide/perf-analysis.md)",
+        source="TensorRT-LLM: https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/"
+               "developer-guide/perf-analysis.md",
     ),
     "llamacpp": EnginePreset(
         name="llamacpp",
         detect=(r"(^|[\s/])llama-(server|bench|cli)\b",),
         server=False,
         default_port=8080,
-        source="engines.md §1.5 (single process, no NVTX, no profiling endpoint)",
+        source="llama.cpp: single process, no NVTX, no profiling endpoint "
+               "(https://github.com/ggml-org/llama.cpp/tree/master/ggml/src/ggml-cuda)",
     ),
 }
 

@@ -2,9 +2,10 @@
 
 ncu replays every profiled launch many times, so it must never see a whole engine run: by
 default it profiles only the top GEMMs (by GPU time) of a previous run in the store, a few
-launches each. The counters (formats.md §C.4) — ``sm__ops_path_tensor_src_*`` and
-``sm__inst_executed_pipe_tensor*`` — are the strongest evidence the classifier accepts
-(DESIGN.md: counters > names). ncu writes a report into the run folder; ``collect`` turns it
+launches each. The counters — ``sm__ops_path_tensor_src_*`` and
+``sm__inst_executed_pipe_tensor*`` (docs/formats.md#nsight-compute-csv-and-ncu-rep) — are the
+strongest evidence the classifier accepts (counters before names:
+docs/vocabulary.md#a-classification). ncu writes a report into the run folder; ``collect`` turns it
 into the raw-page CSV that ``parsers/ncu-csv.toml`` reads.
 """
 
@@ -27,8 +28,10 @@ NCU_ENV = "TRACEKIT_NCU"
 REPORT_STEM = "ncu"
 FILTER_PREFIX_CHARS = 120
 
-#: formats.md §C.4, plus the DRAM bytes a roofline needs; names a chip lacks come back as
-#: n/a, which the reader keeps as missing
+#: the tensor-pipe counters (metric names: the Nsight Compute Profiling Guide,
+#: https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html; how they decide a path:
+#: tracekit/classifier/evidence.py), plus the DRAM bytes a roofline needs; names a chip lacks
+#: come back as n/a, which the reader keeps as missing
 METRICS: tuple[str, ...] = (
     "gpu__time_duration.sum",
     "dram__bytes_read.sum",

@@ -1,6 +1,8 @@
 """The ``nsys profile`` command line, and what to do with what it leaves behind.
 
-Flags engines need (engines.md §1.1, formats.md §A.1, fixtures/nsys/NSYS_NOTES.md):
+Flags engines need (docs/engines.md#under-nsight-systems-the-default-backend; the Nsight
+Systems User Guide, https://docs.nvidia.com/nsight-systems/UserGuide/index.html;
+fixtures/nsys/NSYS_NOTES.md):
 
 * ``--trace-fork-before-exec=true``: engines run their GPU work in child processes;
 * ``--cuda-graph-trace=node``: decode runs as CUDA graphs, and graph-level records hide the

@@ -20,9 +20,10 @@ Decisions worth knowing:
   (``dequantize``: ``weight_only``, the dequant + 16-bit GEMM route).
 - Names cut by a profiler (``…`` / ``...``) are classified from what is left; a rule that can
   only conclude a 16-bit path from the *absence* of narrower types answers ``unknown`` then.
-- Evidence precedence is DESIGN.md's: counters > explicit types in the name > op dtypes (plain
-  ATen matmul/attention ops only) > engine log > nothing; then GPU feasibility (``arch``) turns
-  an impossible answer into ``unknown`` with the conflict recorded.
+- Evidence precedence (docs/vocabulary.md#a-classification): counters > explicit types in the
+  name > op dtypes (plain ATen matmul/attention ops only) > engine log (when the caller passes
+  it) > nothing; then GPU feasibility (``arch``) turns an impossible answer into ``unknown``
+  with the conflict recorded.
 """
 
 from __future__ import annotations

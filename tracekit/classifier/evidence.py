@@ -1,12 +1,16 @@
-"""Combine the name's answer with other evidence, in DESIGN.md's order of trust.
+"""Combine the name's answer with other evidence, in the order of trust of
+docs/vocabulary.md#a-classification.
 
-counters > explicit types in the name > op dtypes > log lines > heuristics, then GPU
-feasibility. Counters measure what the tensor pipe executed, so they override the name; op
-dtypes are trusted only from plain ATen matmul/attention ops, because custom ops hide the
-quantized weights (vLLM's ``moe_forward`` reports BF16 inputs while its kernels run MXFP4 ×
-MXFP8, formats.md §0 item 10). Feasibility never invents a path: a path the GPU cannot run, or
-a kernel built for another architecture, turns the answer into ``unknown`` with the conflict
-recorded.
+counters > explicit types in the name > op dtypes > log lines, then GPU feasibility. Counters
+measure what the tensor pipe executed, so they override the name; op dtypes are trusted only
+from plain ATen matmul/attention ops, because custom ops hide the quantized weights (vLLM's
+``moe_forward`` reports BF16 inputs while its kernels, ``bmm_MxE4m3_MxE2m1…``, run MXFP4 ×
+MXFP8 in the 8×B200 vLLM trace of AMD-AGI/TraceLens,
+https://github.com/AMD-AGI/TraceLens/blob/171dd74721ca1ec45709e5805b68ae1f65e27811/tests/traces/b200/eager_trace.json.gz).
+Log lines count only when a caller passes them (``NameEvidence.log_path``); the analysis does
+not: ``--log`` lines go to the findings. Feasibility never invents a path: a path the GPU
+cannot run, or a kernel built for another architecture, turns the answer into ``unknown`` with
+the conflict recorded.
 """
 
 from __future__ import annotations

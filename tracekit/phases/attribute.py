@@ -1,10 +1,12 @@
 """Kernel → step attribution as set-based SQL (sorted index lookups, never ranges × kernels).
 
 A kernel belongs to the step whose range, on the thread that launched it, contains its launch
-call (the nsys NVTX projection rule, shared/research/formats.md §A.6). CUDA-graph kernels
-replayed with ``--cuda-graph-trace=node`` carry the correlation id of their
-``cudaGraphLaunch``, so ingest already gave them that launch's thread and time: they land in
-the step around the replay, like any other kernel.
+call, the rule of Nsight Systems' own NVTX projection (the ``nvtx_gpu_proj_trace`` report of
+the User Guide, https://docs.nvidia.com/nsight-systems/UserGuide/index.html; see
+docs/formats.md#the-sqlite-export). CUDA-graph kernels replayed with
+``--cuda-graph-trace=node`` carry the correlation id of their ``cudaGraphLaunch``, so ingest
+already gave them that launch's thread and time: they land in the step around the replay,
+like any other kernel.
 
 The lookup per kernel is "the latest step on the same thread starting at or before the
 launch" — one seek in a temporary ``(global_tid, start_ns)`` index of the run's steps, a few

@@ -15,9 +15,10 @@ between them (forward passes are separated by host work: sampling, scheduling). 
 of one phase become ``steps`` with ``source = 'heuristic'``. All of it is window functions in SQL.
 
 CUDA-graph membership only keeps one replay together; it is never a phase signal by itself:
-vLLM replays piecewise graphs for prefill and mixed steps too (``FULL_AND_PIECEWISE``), and
-SGLang/TRT-LLM capture prefill graphs in recent versions (engines.md §2.2). Token counts are
-unknown to a heuristic, so its steps carry none.
+vLLM replays piecewise graphs for prefill and mixed steps too (``FULL_AND_PIECEWISE``,
+``CUDAGraphMode`` in vllm/config/compilation.py), and SGLang/TRT-LLM capture prefill graphs in
+recent versions (docs/engines.md#phases-without-markers). Token counts are unknown to a
+heuristic, so its steps carry none.
 """
 
 from __future__ import annotations

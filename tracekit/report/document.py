@@ -210,7 +210,7 @@ def process_names(connection: Connection, run_id: int) -> list[dict[str, Any]]:
 
 
 def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
-    """The whole analysis document for one run (DESIGN.md, ``--json``)."""
+    """The whole analysis document for one run (``--json``: docs/json-document.md)."""
     kernel_entries = kernels(connection, run_id)
     header = run_header(connection, run_id)
     phase_table = phases(connection, run_id, kernel_entries)

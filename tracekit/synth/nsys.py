@@ -142,7 +142,7 @@ class _Strings:
 
 
 def global_tid(pid: int, tid: int) -> int:
-    """nsys serialized thread id: ``(pid << 24) | tid`` (formats.md §A.3)."""
+    """nsys serialized thread id: ``(pid << 24) | tid`` (docs/formats.md#the-sqlite-export)."""
     return (pid << 24) | tid
 
 

@@ -6,7 +6,8 @@ apart. This module reads every common declaration — ModelOpt ``hf_quant_config
 ``quant_method: modelopt``, compressed-tensors ``config_groups``, HF ``fp8``/``fbgemm_fp8``,
 ``mxfp4`` (gpt-oss), GPTQ, AWQ, bitsandbytes, AMD Quark, TensorRT-LLM checkpoint configs,
 GGUF ``general.file_type`` and plain ``torch_dtype`` — and names the datatype path the GEMMs
-should run (DESIGN.md vocabulary). Field meanings: shared/research/engines.md §5.
+should run (a word of docs/vocabulary.md#path-what-the-math-unit-multiplies). Field meanings:
+docs/engines.md#checkpoint-declarations.
 Tables (ModelOpt/TRT-LLM algorithms, GGUF file types) live in ``rules/_checkpoints.toml``.
 
 Layout: ``declaration`` (the value and its path words), ``files`` (where configs live, which

@@ -1,9 +1,9 @@
 """GGUF files (llama.cpp): the declared quantization is ``general.file_type`` in the header.
 
-Reads the key/value metadata of the binary header (layout: ggml's docs/gguf.md) up to the keys
-it needs, skipping large arrays without reading them, and refuses corrupt lengths instead of
-allocating them. The file types' meanings are the ``gguf_file_type`` table of
-``rules/_checkpoints.toml``.
+Reads the key/value metadata of the binary header (layout:
+https://github.com/ggml-org/ggml/blob/master/docs/gguf.md) up to the keys it needs, skipping
+large arrays without reading them, and refuses corrupt lengths instead of allocating them. The
+file types' meanings are the ``gguf_file_type`` table of ``rules/_checkpoints.toml``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _gguf_value(handle: BinaryIO, kind: int, path: Path, length_format: str) -> 
 
 
 def _gguf_metadata(path: Path, wanted: Iterable[str]) -> dict[str, Any]:
-    """Read GGUF key/value metadata up to the keys in ``wanted`` (ggml docs/gguf.md layout)."""
+    """Read GGUF key/value metadata up to the keys in ``wanted`` (the layout of ggml's gguf.md)."""
     remaining = set(wanted)
     found: dict[str, Any] = {}
     with path.open("rb") as handle:

@@ -221,7 +221,8 @@ def mxfp4(config: Mapping[str, Any], source: Path) -> Declaration:
         tuple(strings(config.get("modules_to_not_convert"))),
         None,
     )
-    # vLLM may run MXFP4 x MXFP8 on sm100 and llama.cpp native W4A4 on Blackwell (engines.md §3.5).
+    # vLLM may run MXFP4 x MXFP8 on sm100 and llama.cpp native W4A4 on Blackwell (`opted_in`:
+    # docs/engines.md#checkpoint-declarations).
     return replace(
         declaration,
         alternatives=frozenset({"fp8", "fp4"}),

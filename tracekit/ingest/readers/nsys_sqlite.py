@@ -30,7 +30,8 @@ from tracekit.ingest.side import SideWork
 from tracekit.ingest.spec import NsysSqliteMapping
 from tracekit.store.schema import NVTX_RANGE_KINDS
 
-#: globalTid → globalPid: keep the top 40 bits (formats.md §A.3), as a signed 64-bit literal.
+#: globalTid → globalPid: keep the top 40 bits (docs/formats.md#the-sqlite-export; the Nsight
+#: Systems User Guide, "Serialized process and thread identifiers"), as a signed 64-bit literal.
 PID_MASK = -16777216
 #: largest string id that gets a computed kernel name id (far below 64-bit overflow)
 MAX_NAME_KEY = 2**48
@@ -580,8 +581,8 @@ def _copy_devices(schema: SourceSchema, params: dict[str, Any]) -> None:
     """Devices from the GPU tables when present, else one row per device id seen in kernels.
 
     Kernel ``deviceId`` is the CUDA ordinal inside the process. TARGET_INFO_CUDA_DEVICE
-    maps it to the GPU (formats.md §A.4); without it nsys' own reports use
-    TARGET_INFO_GPU.id, and so do we.
+    maps it to the GPU (docs/formats.md#the-sqlite-export, *Devices*); without it nsys' own
+    reports use TARGET_INFO_GPU.id, and so do we.
     """
     arch = ("CASE WHEN g.computeMajor IS NULL THEN NULL "
             "ELSE 'sm' || g.computeMajor || g.computeMinor END")
