@@ -15,8 +15,9 @@ fixtures/nsys/NSYS_NOTES.md):
   writing anything when the output exists.
 
 nsys 2022.4 on a machine without its importer leaves a ``.qdstrm``; ``finish_outputs`` turns it
-into the ``.nsys-rep`` with QdstrmImporter. ``stray_agents`` finds an ``nsys --start-agent``
-daemon a killed session can leave running (``--session-name=profile-<prog>-<nsys pid>``).
+into the ``.nsys-rep`` with QdstrmImporter. ``agent_session_pid`` tells which ``nsys profile``
+an ``nsys --start-agent`` daemon belongs to (``--session-name=profile-<prog>-<nsys pid>``), so
+that ``capture/procs.py`` can stop the one a killed session leaves running.
 """
 
 from __future__ import annotations

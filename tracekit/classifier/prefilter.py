@@ -4,7 +4,7 @@ Testing each rule's keywords with Python-level ``in`` loops costs ~60 rules x se
 per name; instead all keywords are compiled into one trie-shaped regex, scanned once per name
 in C. The regex finds the longest keyword starting at each position; a shorter keyword at the
 same position is a prefix of the longer one, so every keyword contained in a found keyword is
-counted as found too (``_implied``). A rule is then a candidate when it has no keywords or one
+counted as found too (``implied``). A rule is then a candidate when it has no keywords or one
 of its keywords was found, and only candidates run their (slower) regexes.
 """
 

@@ -1,9 +1,10 @@
 """The findings stage: read one run's aggregates from the store, judge, write findings and verdict.
 
-The kernel records are read once, grouped in SQL by (name, device, phase); every aggregate the
-findings need is then built from those few thousand groups — work per unique kernel name,
-never per kernel record. Re-running the stage replaces the run's findings and verdict, so new
-rules or a new ``--model`` re-judge an old run without re-ingest.
+The stage never reads kernel records: it sums the run's ``kernel_groups`` (one row per name,
+device, launching thread and phase, made once by ``tracekit.aggregate``) into (name, device,
+phase) in SQL, and builds every aggregate the findings need from those few thousand groups —
+work per unique kernel name, never per kernel record. Re-running the stage replaces the run's
+findings and verdict, so new rules or a new ``--model`` re-judge an old run without re-ingest.
 """
 
 from __future__ import annotations
