@@ -6,10 +6,10 @@ phase) combinations. After phases are attributed, the records are summed into
 few thousand rows instead of scanning the records again (three scans became one).
 
 How the sum is taken depends on the database. PostgreSQL hash-aggregates a plain
-``GROUP BY``. SQLite only aggregates by sorting, and sorting 10^7 rows into 3,000 groups
-took 14.7 s; summing into a small keyed TEMP table with an UPSERT per record (a hash
-aggregate by another name: every probe hits a tree of a few thousand rows in cache) takes
-9.5 s on the same run (tests/benchmarks/bench_analyze.py, 10^7 kernels).
+``GROUP BY``. SQLite only aggregates by sorting, and sorting 10^7 rows into a few thousand
+groups is slower than summing into a small keyed TEMP table with an UPSERT per record (a
+hash aggregate by another name: every probe hits a tree of a few thousand rows in cache);
+the figures are in tests/benchmarks/README.md.
 
 That pass only reads committed kernel records, so right after an ingest that already gave
 every kernel its step (``IngestTimeSteps``) it can run on a second connection and core

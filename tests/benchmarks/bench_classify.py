@@ -8,17 +8,11 @@ Not collected by pytest (the file name does not start with ``test_``).
 ``--mangled`` times the worst case of the demangler instead: N distinct mangled names that the
 C++ runtime's demangler cannot read (the corpus' Composable Kernel / aiter names with
 ``DF16b`` = ``std::bfloat16_t``, one template integer varied), so every one goes to the
-binutils ``c++filt`` fallback, in one batch (``tracekit.classifier.demangle``). Recorded
-2026-11-30 on the shared 2-core container (load average 4-5 from other sessions): 10,000 such
-names (975 characters mangled, 3,700 demangled, on average) in 6.9-9.0 s with c++filt on PATH:
-the one c++filt process takes 1.5 s, the rest is matching the rules against four times longer
-text; 1.9-3.9 s with c++filt off PATH (the names stay mangled, as before the fallback). The
-plain mix above is unchanged (0.37-0.59 s), since it holds few mangled names. Real traces hold
-tens to hundreds of distinct Composable Kernel names, not 10,000.
+binutils ``c++filt`` fallback, in one batch (``tracekit.classifier.demangle``). Real traces
+hold tens to hundreds of distinct Composable Kernel names, not 10,000.
 
-Recorded 2026-11-29 on the 2-core development container, 65 rules, while other sessions kept
-the load average at 7-10: 0.37-0.87 s for 10,000 distinct names (37-87 us/name); rule loading
-0.07-0.1 s. Classification is per distinct name and never loops over kernel records.
+Classification is per distinct name and never loops over kernel records. Measured figures:
+tests/benchmarks/README.md (bench_classify.py).
 """
 
 from __future__ import annotations

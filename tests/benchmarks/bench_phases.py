@@ -15,17 +15,7 @@ that every kernel landed in the step the generator put it in.
 
 Target (issue 4): attribution takes at most half the ingest time.
 
-Measured 2026-11-29 on the 2-core/24 GB dev machine while other test suites ran (noisy, ±30%):
-
-| file | kernels | step ranges | ingest | attribution | ratio |
-|---|---:|---:|---:|---:|---:|
-| this script | 10^6 | 10^5 | 4.5 s | 5.4 s | 1.21 |
-| this script | 10^7 | 10^5 | 40.9 s | 34.1 s | 0.83 |
-| bench_analyze.build (a launch per kernel) | 10^7 | 2·10^5 | 116 s | 66.5 s | 0.57 |
-
-Where attribution goes (10^6, profiled): the one UPDATE pass over the kernels ≈ 50% (half of
-it the row rewrite itself: kernels carried NULL step/phase and grow), the GPU projection
-GROUP BY ≈ 25%, the WAL commit ≈ 15%, steps from 10^5 markers ≈ 10%.
+Measured figures: tests/benchmarks/README.md (bench_phases.py).
 """
 
 from __future__ import annotations

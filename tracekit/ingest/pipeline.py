@@ -123,8 +123,8 @@ def _ingest_transaction(
 
     On SQLite, foreign keys are not enforced while a run is ingested. Every id a reader
     writes comes from a row the same transaction has just inserted (the run, its kernel
-    names), so the per-row parent lookups prove nothing, and at 10^7 kernels they cost 6 s
-    of a 28 s kernel copy (measured on tests/benchmarks/bench_analyze.py's file). The
+    names), so the per-row parent lookups prove nothing, and they cost a fifth of the kernel
+    copy (measured: tests/benchmarks/README.md). The
     pragma is per connection and cannot change inside a transaction: it is switched off
     before BEGIN and back on afterwards; the tests check ``PRAGMA foreign_key_check``.
     """

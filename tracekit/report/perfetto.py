@@ -36,7 +36,8 @@ OVERLAP_TID_OFFSET = 100_000
 #: the steps' process id, far from GPU process ids (device index + 1)
 STEPS_PID = 1_000_000
 STEP_CATEGORY = "step"
-#: long kernel names repeat in every event: gzip level 3 shrinks them ~15x at ~100 MB/s
+#: long kernel names repeat in every event: a low gzip level already shrinks them many times
+#: over, at a speed that keeps the export fast (tests/benchmarks/README.md)
 GZIP_LEVEL = 3
 
 Progress = Callable[[int], None]

@@ -1,11 +1,11 @@
 """How many records of each kind a run holds, counted once at ingest (``run_counts``).
 
-The document's summary, the findings (NVTX markers lost?), the phases message and
-``tracekit runs`` all ask how many ranges, calls, ops a run has. Counted on demand, each
-question read every NVTX event of the run again: on a real 2-GPU trace made 10^6 kernels
-long (4.9·10^6 NVTX events) that was four scans of 2 s each per analysis, and a stored run's
-report paid them again. Readers that know their counts (the nsys reader's copies return
-them) hand them over; the rest are counted here once, in the ingest transaction.
+The document's summary, the findings (NVTX markers lost?), the phases message and ``tracekit
+runs`` all ask how many ranges, calls, ops a run has. Counted on demand, each question read
+every NVTX event of the run again: four scans of millions of events per analysis
+(tests/benchmarks/README.md, issue #14), and a stored run's report paid them again. Readers that
+know their counts (the nsys reader's copies return them) hand them over; the rest are counted
+here once, in the ingest transaction.
 """
 
 from __future__ import annotations

@@ -187,10 +187,10 @@ class Kernel(Base):
     """One kernel execution on the GPU, with its launch (thread, CPU time) when known.
 
     The only secondary index is ``run_id`` (PostgreSQL also has ``name_id``, for deletes:
-    ``POSTGRES_ONLY_INDEXES``): a run's rows are appended in order, so that index grows at
-    its end and costs little at ingest. Composite indexes such as (run_id, name_id) or
-    (run_id, global_tid, launch) would be updated at random places for every one of 10^7
-    rows and made ingest three times slower (measured); queries that need such an order
+    ``POSTGRES_ONLY_INDEXES``): a run's rows are appended in order, so that index grows at its
+    end and costs little at ingest. Composite indexes such as (run_id, name_id) or (run_id,
+    global_tid, launch) would be updated at random places for every one of 10^7 rows and made
+    ingest several times slower (tests/benchmarks/README.md); queries that need such an order
     sort the run's rows once instead.
     """
 

@@ -118,8 +118,8 @@ def create_empty_export(path: Path) -> sqlite3.Connection:
     if path.exists():
         path.unlink()
     connection = sqlite3.connect(path)
-    # A scratch file: no fsync per DDL statement (6 s → 20 ms on slow disks); the schema file
-    # is one BEGIN … COMMIT transaction itself.
+    # A scratch file: no fsync per DDL statement (seconds on a slow disk otherwise); the schema
+    # file is one BEGIN … COMMIT transaction itself.
     connection.execute("PRAGMA synchronous = OFF")
     connection.executescript(schema_sql())
     connection.execute("INSERT INTO EXPORT_META_DATA VALUES ('TRACEKIT_SYNTHETIC', '1')")

@@ -244,12 +244,12 @@ def _copy_kernel_names(schema: SourceSchema, params: dict[str, Any],
     ``keys``: the distinct pass's rows as the side connection read them (``_name_keys_sql``);
     without them the pass runs here.
 
-    On a SQLite store each name's id is ``name_base + its source string id``, so the kernel
-    copy computes ``name_id`` instead of joining 10^7 rows to this table (3 s at 10^7
-    kernels). ``name_base`` lies above every id in the store and the write lock is held, so
-    the ids are free. Only for string ids that are integers from -1 (no name) up: a damaged
-    file's text or huge keys would not add up to distinct ids, and take the join. Other
-    stores assign ids themselves and the kernel SELECT joins the mirrored table.
+    On a SQLite store each name's id is ``name_base + its source string id``, so the kernel copy
+    computes ``name_id`` instead of joining 10^7 rows to this table (measured in
+    tests/benchmarks/README.md). ``name_base`` lies above every id in the store and the write
+    lock is held, so the ids are free. Only for string ids that are integers from -1 (no name)
+    up: a damaged file's text or huge keys would not add up to distinct ids, and take the join.
+    Other stores assign ids themselves and the kernel SELECT joins the mirrored table.
     """
     if keys is not None and _plain_ids(keys):
         schema.copier.temp_rows("tk_kernel_name_keys", ("name_key", "short_key", "mangled_key"),
@@ -356,8 +356,8 @@ def _copy_runtime(schema: SourceSchema, params: dict[str, Any],
 
 
 #: One integer per (process, correlationId): pid in bits 32-55, correlation id in bits 0-31.
-#: A rowid-keyed table probed by this key is the cheapest join SQLite offers (measured:
-#: 0.8 s per million launches less than an automatic index on the source's runtime table).
+#: A rowid-keyed table probed by this key is the cheapest join SQLite offers, cheaper than an
+#: automatic index on the source's runtime table (measured: tests/benchmarks/README.md).
 LAUNCH_KEY = "((({pid} >> 24) & 16777215) << 32) | ({cid} & 4294967295)"
 
 
