@@ -38,7 +38,6 @@ from tracekit.ingest.convert import (
 )
 
 DEFAULT_TRACE = ("cuda", "nvtx")
-OPTIONAL_TRACE = ("cublas", "osrt", "cudnn", "python-gil", "nvtx", "cuda")
 BASE_FLAGS = ("--trace-fork-before-exec=true", "--cuda-graph-trace=node",
               "--sample=none", "--cpuctxsw=none", "--force-overwrite=true")
 REPORT_STEM = "trace"

@@ -44,7 +44,6 @@ from tracekit.capture.nsys import NsysSettings
 from tracekit.capture.workload import Driver, LoadSpec, WorkloadReport
 from tracekit.errors import InputError
 
-WINDOWS = ("auto", "whole", "engine")
 #: exit statuses of a command that ended because tracekit sent it SIGINT/SIGTERM/SIGKILL
 STOPPED_BY_US = (130, 143, 137)
 #: backends that run inside the program's own process and do not follow its children

@@ -31,7 +31,6 @@ SVG_LIMIT = 5_000
 #: characters per line of a wrapped name in a hover label
 HOVER_WIDTH = 110
 FALLBACK_COLOR = "#777"
-TIMELINE_IDS = ("tk-timeline", "tk-overview", "tk-breakdown")
 
 Figure = dict[str, Any]
 Trace = dict[str, Any]

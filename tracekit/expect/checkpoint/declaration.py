@@ -86,11 +86,6 @@ class Declaration:
         return len(self.paths) > 1
 
     @property
-    def quantized_activations(self) -> bool:
-        """Whether the main declared path quantizes activations (fp4, fp8, int8)."""
-        return self.path in QUANTIZED_PATHS
-
-    @property
     def label(self) -> str:
         """Short human label for verdicts: "W4A4 NVFP4", or "mixed W4A16 NVFP4 + W8A8 FP8"."""
         if self.mixed and self.layers:
