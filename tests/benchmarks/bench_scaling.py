@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replicate import replicate  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "traces"
+#: real traces recorded by others: $TRACEKIT_SHARED_TRACES, else shared/traces beside the repo
+SHARED = Path(os.environ.get("TRACEKIT_SHARED_TRACES") or REPO.parent / "shared" / "traces")
 FIXTURES = REPO / "fixtures" / "h200"
 
 #: kind -> (source candidates, first found wins; kernels in one copy are counted by replicating)
