@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.paths import shared_traces_dir
 from tracekit.store import open_store
 from tracekit.store.db import Store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def shared_traces_dir() -> Path | None:
-    """``shared/traces`` beside the checkout (or $TRACEKIT_SHARED_TRACES), if present."""
-    configured = os.environ.get("TRACEKIT_SHARED_TRACES")
-    candidates = [Path(configured)] if configured else []
-    candidates += [REPO.parent / "shared" / "traces", REPO / "shared" / "traces"]
-    return next((path for path in candidates if path.is_dir()), None)
 
 
 @pytest.fixture

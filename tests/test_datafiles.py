@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import paths
 from tracekit.capture.workload import load_spec
 from tracekit.classifier.loader import load_ruleset
 from tracekit.datafiles import builtin_file, parse_toml, read_toml
 from tracekit.errors import InputError, RuleFileError
 from tracekit.phases.markers import load_markers
 
-PACKAGE = Path(__file__).resolve().parents[1] / "tracekit"
+PACKAGE = paths.PACKAGE
 
 
 def test_only_the_data_layer_imports_a_toml_parser() -> None:

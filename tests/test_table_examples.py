@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.support import paths
 from tracekit.classifier import load_ruleset
 from tracekit.cli import cli as main
 from tracekit.datafiles import tomllib
@@ -16,7 +17,7 @@ RULESET = load_ruleset(use_env=False)
 RESULTS = check_files(builtin_files(), RULESET)
 CORPUS_NAMES = {
     json.loads(line)["name"]
-    for corpus in (Path(__file__).parent / "corpus").glob("*.jsonl")
+    for corpus in paths.CORPUS.glob("*.jsonl")
     for line in corpus.read_text(encoding="utf-8").splitlines()
 }
 #: decode-table examples that are not (yet) corpus names: a TensorRT tactic name whose public

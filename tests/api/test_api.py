@@ -29,12 +29,13 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, text
 
 import tracekit
+from tests.support import paths
 from tracekit.api import DEFAULT_KERNEL_COLUMNS, KERNEL_COLUMNS, Run, RunStore
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError, TracekitError, UsageError
 from tracekit.report.document import GEMM_OPS, PHASES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = paths.REPO
 EXAMPLE = REPO / "examples" / "nvfp4_two_checkpoints"
 BF16_NAME = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
              "execute_segment_k_off_kernel__5x_cublas")

@@ -1,7 +1,7 @@
 """Time the roofline section (``tracekit.roofline.roofline_section``) as a run grows.
 
-The run is the synthetic Kineto fallback trace of ``tests/roofline_scenario.py`` (25 kernel
-launches, 21 of them linked to a CPU op with shapes) analyzed once, then replicated inside
+The run is the synthetic Kineto fallback trace of ``tests/support/roofline_scenario.py`` (25
+kernel launches, 21 of them linked to a CPU op with shapes) analyzed once, then replicated inside
 the store N times with fresh External ids (one ``INSERT … SELECT`` per table), so a run of
 10^6 kernels is built in seconds without writing a GB of JSON. The section is then built
 three times per size in this process; the best time is printed with the kernel count.
@@ -23,7 +23,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "support"))
 
 from roofline_scenario import write_fallback_trace  # noqa: E402
 

@@ -1,9 +1,9 @@
 """A tiny OpenAI-compatible completions server for tests (127.0.0.1 only).
 
 Speaks ``/health``, ``/v1/models``, ``/v1/completions`` and vLLM's ``/start_profile`` /
-``/stop_profile``, recording every call. Used in-process by ``tests/test_workload.py`` and as
-the "engine" of an end-to-end ``tracekit audit --load`` (``python fake_openai_server.py PORT
-RECORD_FILE``): then each completion is an NVTX range named like a vLLM prefill step, calls are
+``/stop_profile``, recording every call. Used in-process by ``tests/capture/test_workload.py``
+and as the "engine" of an end-to-end ``tracekit audit --load`` (``python fake_openai_server.py
+PORT RECORD_FILE``): then each completion is an NVTX range named like a vLLM prefill step, calls are
 appended to RECORD_FILE as JSON lines, and SIGINT shuts the server down gracefully (it writes a
 final ``{"event": "graceful_stop"}`` line).
 """

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from tests.support import paths
 from tracekit.classifier import NameEvidence, classify_name, classify_names, load_ruleset
 from tracekit.classifier.names import prepare
 
 RULESET = load_ruleset(use_env=False)
 MATH_OPS = {"gemm", "grouped_gemm", "gemv", "attention"}
-# The labelled corpus and its accuracy targets are tested in tests/test_corpus.py.
+# The labelled corpus and its accuracy targets are tested in tests/classify/test_corpus.py.
 CORPUS_NAMES = [
     json.loads(line)["name"]
-    for corpus in sorted((Path(__file__).parent / "corpus").glob("*.jsonl"))
+    for corpus in sorted(paths.CORPUS.glob("*.jsonl"))
     for line in corpus.read_text(encoding="utf-8").splitlines()
 ]
 

@@ -5,7 +5,7 @@ Every ``tests/corpus/*.jsonl`` file is read; a new file needs no registration. T
 semgrep keep reviewed outputs: any rule change that alters an answer fails here, printing the
 changed answers, until the snapshot is updated on purpose with
 
-    TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/test_corpus.py
+    TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/classify/test_corpus.py
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import paths
 from tracekit.classifier import classify_names, load_ruleset
 from tracekit.classifier.corpus import (
     corpus_files,
@@ -31,8 +32,8 @@ from tracekit.classifier.engine import derive_path
 from tracekit.classifier.names import prepare
 from tracekit.classifier.truncation import printers
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS_DIR = Path(__file__).parent / "corpus"
+ROOT = paths.REPO
+CORPUS_DIR = paths.CORPUS
 SNAPSHOT_DIR = CORPUS_DIR / "snapshot"
 RULESET = load_ruleset(use_env=False)
 ENTRIES = load_corpus([CORPUS_DIR], RULESET.operand_types)
@@ -138,7 +139,7 @@ def _may_need_binutils(name: str) -> bool:
 def test_answers_match_the_reviewed_snapshot():
     """The snapshot is recorded with binutils' c++filt on PATH; without it, the few mangled
     names only c++filt reads (``DF16b`` …) are left out of the comparison (tested apart in
-    tests/test_demangle.py)."""
+    tests/classify/test_demangle.py)."""
     assert binutils_available() or not UPDATE, "record the snapshot with c++filt on PATH"
     skipped = set()
     if not binutils_available():
@@ -164,7 +165,8 @@ def test_answers_match_the_reviewed_snapshot():
         problems.extend(f"{stem}: snapshot of a corpus file that is gone" for stem in stale)
     assert not problems, (
         "classifier answers differ from the reviewed snapshot; if intended, run\n"
-        "  TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/test_corpus.py\n" + "\n".join(problems)
+        "  TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/classify/test_corpus.py\n"
+        + "\n".join(problems)
     )
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.support import paths
 from tracekit.classifier import classify_name, classify_names, load_ruleset
 from tracekit.classifier import demangle as demangle_module
 from tracekit.classifier.demangle import (
@@ -25,7 +25,7 @@ from tracekit.classifier.demangle import (
 from tracekit.classifier.names import prepare
 
 RULESET = load_ruleset(use_env=False)
-AMD = Path(__file__).parent / "corpus" / "amd.jsonl"
+AMD = paths.CORPUS / "amd.jsonl"
 #: real Composable Kernel / CK-tile / aiter names whose template arguments include DF16b
 DF16B_NAMES = [
     json.loads(line)["name"]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.support import paths
 from tracekit.cli import cli
 
 NVJET = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
@@ -150,7 +150,7 @@ def test_rules_explain_demangles():
 def test_corpus_through_the_command(tmp_path):
     rows = [
         json.loads(line)
-        for corpus in sorted((Path(__file__).parent / "corpus").glob("*.jsonl"))
+        for corpus in sorted(paths.CORPUS.glob("*.jsonl"))
         for line in corpus.read_text(encoding="utf-8").splitlines()
     ]
     names_file = tmp_path / "names.txt"

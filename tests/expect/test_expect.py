@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import paths
 from tracekit.datafiles import load_table
 from tracekit.errors import ConfigError, InputError
 from tracekit.expect.checkpoint import declaration_from_word, read_declaration
@@ -27,7 +28,7 @@ from tracekit.gpus import (
     short_gpu_name,
 )
 
-CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
+CHECKPOINTS = paths.CHECKPOINTS
 VOCABULARY = {
     "fp4",
     "fp8",

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from tests.support import paths
 from tracekit.aggregate import refresh_kernel_groups
 from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_declaration
 from tracekit.expect.logs import LogEvidence, match_line
@@ -38,7 +39,7 @@ from tracekit.store.schema import (
 from tracekit.store.schema import Finding as FindingRow
 from tracekit.store.schema import Kernel as KernelRow
 
-CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
+CHECKPOINTS = paths.CHECKPOINTS
 
 # Kernel names of GEMM families the rules decode (CUTLASS FP4, Marlin, trtllm-gen, FlashInfer).
 FP4_SM120 = (

@@ -17,11 +17,12 @@ import pytest
 from sqlalchemy import text
 
 from tests.benchmarks.replicate import replicate
-from tests.helpers import make_old_store, query
+from tests.support import paths
+from tests.support.helpers import make_old_store, query
 from tracekit.analysis import AnalysisOptions, analyze
 from tracekit.store import open_store
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
+FIXTURES = paths.H200_FIXTURES
 TORCH = FIXTURES / "torch-trace.pt.trace.json.gz"
 CUPTI = FIXTURES / "cupti.jsonl.gz"
 
@@ -104,7 +105,7 @@ def test_cupti_records_with_repeated_ids_link_within_their_copy(tmp_path: Path) 
 
 @pytest.mark.postgres
 def test_links_are_the_same_on_postgresql(tmp_path: Path) -> None:
-    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+    from tests.support.stores import postgres_test_url, scratch_postgres_url
 
     base = postgres_test_url()
     if base is None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from tests.support.paths import REPO, shared_traces_dir
 from tracekit.aggregate import refresh_kernel_groups
 from tracekit.ingest.pipeline import ingest
 from tracekit.phases.heuristics import load_signals
@@ -28,7 +29,8 @@ from tracekit.report.document import kernels, phase_attribution, phases
 from tracekit.store.db import Store, open_store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+#: Real traces recorded by others; absent on a fresh clone (those tests then skip).
+TRACES = shared_traces_dir() or REPO.parent / "shared" / "traces"
 
 # name → (op, path): what the classifier would have said; the test writes it, so the truth
 # does not depend on the classifier.
@@ -75,7 +77,7 @@ def store_of(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callabl
     if request.param == "sqlite":
         yield lambda: new_store(tmp_path)
         return
-    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+    from tests.support.stores import postgres_test_url, scratch_postgres_url
 
     base = postgres_test_url()
     if base is None:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from report_scenario import (  # noqa: E402
+from tests.support.report_scenario import (  # noqa: E402
     CHROMIUM,
     FP4_GEMM,
     MARLIN_GEMM,
@@ -20,7 +17,6 @@ from report_scenario import (  # noqa: E402
     chromium,
     open_test_store,
 )
-
 from tracekit.cli import cli  # noqa: E402
 from tracekit.report.diff import diff_documents, render_diff  # noqa: E402
 from tracekit.report.document import build_document  # noqa: E402

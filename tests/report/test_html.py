@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import struct
-import sys
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,9 +19,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from report_scenario import (  # noqa: E402
+from tests.support.report_scenario import (  # noqa: E402
     CHROMIUM,
     EVIL_NAME,
     MARLIN_GEMM,
@@ -32,7 +29,6 @@ from report_scenario import (  # noqa: E402
     chromium,
     open_test_store,
 )
-
 from tracekit.errors import InputError  # noqa: E402
 from tracekit.report.document import build_document  # noqa: E402
 from tracekit.report.html import (  # noqa: E402

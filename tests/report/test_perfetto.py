@@ -14,7 +14,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from report_scenario import EVIL_NAME, FP4_GEMM, analyzed_run, open_test_store  # noqa: E402
-
 import tracekit.report.perfetto as perfetto_export  # noqa: E402
+from tests.support.report_scenario import EVIL_NAME, FP4_GEMM, analyzed_run, open_test_store  # noqa: E402
 from tracekit.errors import InputError  # noqa: E402
 from tracekit.report.perfetto import OVERLAP_TID_OFFSET, write_perfetto  # noqa: E402
 from tracekit.synth.nsys import kernel_totals  # noqa: E402

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,13 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from roofline_scenario import (  # noqa: E402
+from tests.support import paths
+from tests.support.roofline_scenario import (  # noqa: E402
     DECODE_GEMM_US,
     LM_HEAD_US,
     PREFILL_GEMM_US,
     write_fallback_trace,
 )
-
 from tracekit.analysis import AnalysisOptions, analyze  # noqa: E402
 from tracekit.cli import cli  # noqa: E402
 from tracekit.datafiles import load_table  # noqa: E402
@@ -38,7 +35,7 @@ from tracekit.roofline.section import roofline_records, roofline_section  # noqa
 from tracekit.roofline.work import Unknown, Work, op_work  # noqa: E402
 from tracekit.store import open_store  # noqa: E402
 
-CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
+CHECKPOINTS = paths.CHECKPOINTS
 NVFP4_W4A4 = CHECKPOINTS / "ct-nvfp4-w4a4.config.json"
 BF16, FP8, INT, LONG = "c10::BFloat16", "c10::Float8_e4m3fn", "int", "long int"
 PATH_WORDS = {"fp4", "fp8", "int8", "bf16", "fp16", "tf32", "fp32", "fp64"}
@@ -652,9 +649,8 @@ def test_ncu_metrics_page_alone(shared_trace: Any, tmp_path: Path) -> None:
 
 # -- the HTML report and the diff ------------------------------------------------------------
 
-from report_scenario import CHROMIUM, WINDOW, chromium  # noqa: E402
-from test_report_html import _count_color, _Dom, _png_rows  # noqa: E402
-
+from tests.report.test_html import _count_color, _Dom, _png_rows  # noqa: E402
+from tests.support.report_scenario import CHROMIUM, WINDOW, chromium  # noqa: E402
 from tracekit.report.diff import diff_documents, render_diff  # noqa: E402
 from tracekit.report.html import write_diff_html, write_html  # noqa: E402
 from tracekit.report.palette import PATH_COLORS  # noqa: E402
@@ -772,7 +768,7 @@ def test_diff_page_draws_both_runs_points(diff_pair: dict[str, Any], tmp_path: P
 
 # -- the H200 fixtures: GEMMs of known shapes, recorded on a real GPU ---------------------------
 
-H200 = Path(__file__).parent.parent / "fixtures" / "h200"
+H200 = paths.H200_FIXTURES
 #: fixtures/h200/gemms.py: hidden 4,096, MLP 14,336, prefill 2,048 rows, decode 8
 PREFILL_LINEAR_FLOPS = 2 * 2048 * 14336 * 4096  # 240,518,168,576
 
@@ -894,7 +890,7 @@ def test_h200_ncu_counts_the_work_the_tensor_pipe_executed(h200_ncu: dict[str, A
 @pytest.mark.postgres
 def test_same_roofline_in_postgres(fallback_run: dict[str, Any]) -> None:
     """The link query and its aggregates are portable: PostgreSQL gives the same section."""
-    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+    from tests.support.stores import postgres_test_url, scratch_postgres_url
 
     base = postgres_test_url()
     if base is None:

@@ -8,14 +8,14 @@ shortened by hand at the positions that matter; each comment says what the cut r
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.support import paths
 from tracekit.classifier import classify_name, classify_names, load_ruleset
 
 RULESET = load_ruleset(use_env=False)
-CORPUS_DIR = Path(__file__).parent / "corpus"
+CORPUS_DIR = paths.CORPUS
 FILES = ("amd.jsonl", "portable.jsonl")
 KEYS = {"name", "path", "op", "weights", "activations", "family", "source", "why"}
 MATH_OPS = {"gemm", "grouped_gemm", "gemv", "attention"}

@@ -7,13 +7,12 @@ store made before.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from sqlalchemy import text
 
 from tests.conftest import BF16_GEMM, ELEMENTWISE
-from tests.helpers import make_old_store
+from tests.support import paths
+from tests.support.helpers import make_old_store
 from tracekit.analysis import AnalysisOptions, analyze
 from tracekit.ingest.pipeline import ingest
 from tracekit.phases.ingest_time import IngestTimeSteps
@@ -21,7 +20,7 @@ from tracekit.store import open_store
 from tracekit.store.counts import NAMES, count_records, run_counts
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
+FIXTURES = paths.H200_FIXTURES
 
 
 def by_sql(connection, run_id: int) -> dict[str, int]:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 
-from tests.helpers import make_old_store
+from tests.support.helpers import make_old_store
 from tracekit.errors import StoreSchemaMismatch
 from tracekit.store import db as store_db
 from tracekit.store import open_store

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from tests.helpers import assert_one_line_error
+from tests.support.helpers import assert_one_line_error
 from tracekit.cli import cli
 from tracekit.errors import InputError, TracekitError
 from tracekit.store.db import Store

@@ -20,7 +20,14 @@ from alembic.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
-from tests.helpers import make_old_store
+from tests.support.helpers import make_old_store
+from tests.support.stores import (
+    FilesystemUnavailable,
+    mountable_folder,
+    postgres_test_url,
+    read_only,
+    scratch_postgres_url,
+)
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError, StoreSchemaMismatch
 from tracekit.ingest.pipeline import ingest
@@ -28,13 +35,6 @@ from tracekit.store import db as store_db
 from tracekit.store.db import open_store
 from tracekit.store.runs import delete_runs, list_runs
 from tracekit.store.schema import POSTGRES_ONLY_INDEXES, Base
-from tracekit.store.testing import (
-    FilesystemUnavailable,
-    mountable_folder,
-    postgres_test_url,
-    read_only,
-    scratch_postgres_url,
-)
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
 
 RUN_TABLES = [t.name for t in Base.metadata.sorted_tables if "run_id" in t.c]

@@ -10,8 +10,8 @@ One prefill step of 512 tokens and four decode steps of 8 requests; per step, fo
 GEMMs (``_C::gptq_marlin_gemm``, M × K=4096 → N=4096, group size 128) and, in decode, one
 BF16 lm_head ``aten::mm`` (8 × 4096 → 8192). One extra Marlin launch in the first decode
 step has no framework op (its work is unknown). Durations are chosen so that the expected
-numbers are easy to compute by hand (see tests/test_roofline.py) and stay under the RTX 5090's
-roofs (the prefill GEMMs at 143 TFLOP/s, 68% of its 209.5 TFLOP/s BF16 roof).
+numbers are easy to compute by hand (see tests/roofline/test_roofline.py) and stay under the
+RTX 5090's roofs (the prefill GEMMs at 143 TFLOP/s, 68% of its 209.5 TFLOP/s BF16 roof).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import assert_one_line_error
+from tests.support.helpers import assert_one_line_error
 from tracekit.cli import cli
 from tracekit.store import open_store
 

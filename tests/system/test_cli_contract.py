@@ -9,7 +9,7 @@ import sys
 from click.testing import CliRunner
 
 from tests.conftest import BF16_GEMM
-from tests.helpers import assert_one_line_error, query
+from tests.support.helpers import assert_one_line_error, query
 from tracekit.cli import cli
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec
 

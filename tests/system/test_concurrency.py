@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from tests.support.stores import FilesystemUnavailable, empty_store_url
 from tracekit.store.db import open_store
-from tracekit.store.testing import FilesystemUnavailable, empty_store_url
 from tracekit.synth.nsys import (
     KernelSpec,
     RankSpec,

@@ -28,7 +28,7 @@ import jsonschema  # a test extra (pip install -e '.[test]')
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 from tracekit.cli import cli
 
 DOCS = REPO / "docs"
@@ -343,7 +343,7 @@ def test_the_index_names_every_package_reader_and_test_file() -> None:
               if p.is_dir() and (p / "__init__.py").exists()]
     wanted += [f"readers/{p.name}" for p in (REPO / "tracekit/ingest/readers").glob("*.py")
                if p.name != "__init__.py"]
-    wanted += [p.name for p in (REPO / "tests").glob("test_*.py")]
+    wanted += [str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("test_*.py")]
     wanted += [f"{p.name}" for p in (DOCS).glob("*.md") if p.name != "README.md"]
     missing = sorted(name for name in wanted if name not in index)
     assert not missing, f"docs/README.md does not say where these live: {missing}"

@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tracekit.store.db import open_store
-from tracekit.store.schema import Base
-from tracekit.store.testing import (
+from tests.support.stores import (
     FilesystemUnavailable,
     empty_store_url,
     mountable_folder,
     read_only,
     tmpfs,
 )
+from tracekit.store.db import open_store
+from tracekit.store.schema import Base
 from tracekit.synth.nsys import (
     KernelSpec,
     RankSpec,

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.helpers import query
+from tests.support import paths
+from tests.support.helpers import query
 from tracekit.analysis import AnalysisOptions, analyze
 from tracekit.store import open_store
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
+FIXTURES = paths.H200_FIXTURES
 
 #: step label (after "prefill "/"decode ") -> the path its matrix kernels compute
 TRUTH = {

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import importlib
 import re
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.support import paths
 from tracekit.cli import COMMANDS, cli
 from tracekit.ingest.spec import builtin_specs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = paths.REPO
 
 
 @pytest.mark.parametrize("folder", ["parsers", "rules"])
@@ -71,3 +71,28 @@ def test_every_python_package_is_in_the_distribution():
     found = {".".join(p.parent.relative_to(REPO).parts)
              for p in (REPO / "tracekit").rglob("__init__.py")}
     assert found - listed == set()
+
+
+#: Test folders that mirror no package: suites across packages, the rule files as data, and
+#: what the tests share.
+NOT_A_PACKAGE = {"system", "rules", "support"}
+
+
+def test_tests_mirror_the_package() -> None:
+    """tests/<package>/ holds the tests of tracekit/<package>/, tests/test_<module>.py those of
+    tracekit/<module>.py: a newcomer finds a module's tests by its path (docs/README.md)."""
+    tests = REPO / "tests"
+    misplaced = []
+    for path in sorted(tests.rglob("test_*.py")):
+        relative = path.relative_to(tests)
+        if relative.parts[0] == "benchmarks":
+            continue
+        if len(relative.parts) == 1:
+            module = relative.name.removeprefix("test_")
+            if not (paths.PACKAGE / module).is_file():
+                misplaced.append(f"{relative}: no tracekit/{module}")
+        elif relative.parts[0] not in NOT_A_PACKAGE:
+            package = paths.PACKAGE.joinpath(*relative.parts[:-1])
+            if not (package / "__init__.py").is_file():
+                misplaced.append(f"{relative}: no package tracekit/{'/'.join(relative.parts[:-1])}")
+    assert not misplaced, misplaced

@@ -37,6 +37,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+from tests.support import paths
 from tracekit.errors import TracekitError
 from tracekit.ingest.pipeline import IngestResult, UnexpectedContent, ingest
 from tracekit.store.db import Store, open_store
@@ -557,7 +558,7 @@ def test_cupti_jsonl_reader(harness: Harness, data: bytes) -> None:
 
 # --- rule TOML ----------------------------------------------------------------------------------
 
-RULES_DIR = Path(__file__).resolve().parents[1] / "rules"
+RULES_DIR = paths.RULES
 TOML_VALUES = st.one_of(
     st.sampled_from(['"("', '"[a-"', '"(?P<x>a)(?P<x>b)"', '"(a+)+$"', '""', "[]", "{}",
                      '["fp4"]', '"fp5"', "1e400", "nan", "-1", "true", '"""', "'''", "[[x]]",

@@ -1,9 +1,9 @@
 """Every statement `analyze`, `report`, `diff` and `runs --delete` run on SQLite has a linear plan.
 
 SQLite plans without statistics, so a join written without care is a guess that can put a big
-table inside the loop (tests/query_plans.py says how plans are read). Here every statement of
-the commands a user runs is planned as it runs, on every input kind, and none may scan a big
-table inside a loop. The inputs are real traces replicated so that every per-record table
+table inside the loop (tests/support/query_plans.py says how plans are read). Here every
+statement of the commands a user runs is planned as it runs, on every input kind, and none may
+scan a big table inside a loop. The inputs are real traces replicated so that every per-record table
 holds thousands of rows.
 """
 
@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.benchmarks.replicate import replicate
-from tests.conftest import shared_traces_dir
-from tests.query_plans import Plan, watch_plans
+from tests.support.paths import H200_FIXTURES as FIXTURES
+from tests.support.paths import shared_traces_dir
+from tests.support.query_plans import Plan, watch_plans
 from tracekit.cli import cli
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 SHARED = ["tracelens/b200__eager_trace.json.gz", "nsys-ai/h100_2gpu_1s.sqlite",
           "nsys-ai/mfu_2gpu_before.sqlite"]
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.replicate import replicate
-from tests.conftest import shared_traces_dir
+from tests.support.paths import H200_FIXTURES as FIXTURES
+from tests.support.paths import shared_traces_dir
 from tracekit.analysis import AnalysisOptions, analyze
 from tracekit.store import open_store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 GROWTH = 8
 MAX_RATIO = 10.0
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from tests.support import paths
 from tracekit.errors import InputError
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers import json_chunks, kineto_json
 from tracekit.store import open_store
 
-FIXTURE = (Path(__file__).resolve().parent.parent / "fixtures" / "h200"
+FIXTURE = (paths.H200_FIXTURES
            / "torch-trace.pt.trace.json.gz")
 TABLES = ("kernels", "cpu_ops", "runtime_calls", "memory_ops", "nvtx_ranges", "processes",
           "threads", "devices", "kernel_names", "api_names")

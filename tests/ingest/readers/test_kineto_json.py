@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import analyze_bad, ingest_into, query
+from tests.support.helpers import analyze_bad, ingest_into, query
 from tracekit.cli import cli
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers.json_document import TopLevelScanner
@@ -308,7 +308,7 @@ def test_same_rows_in_postgres(shared_trace, store_path):
     """Staging and the final SQL are portable: PostgreSQL gets the same rows as SQLite."""
     from sqlalchemy import text
 
-    from tracekit.store.testing import postgres_test_url, scratch_postgres_url
+    from tests.support.stores import postgres_test_url, scratch_postgres_url
 
     base = postgres_test_url()
     if base is None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import analyze_bad, ingest_into, query
+from tests.support.helpers import analyze_bad, ingest_into, query
 from tracekit.cli import cli
 from tracekit.ingest.readers.ncu_csv import parse_value
 

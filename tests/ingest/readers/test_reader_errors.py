@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_ingest_cupti import records
-from tests.test_ingest_kineto import kineto_document, write_trace
+from tests.ingest.readers.test_cupti_jsonl import records
+from tests.ingest.readers.test_kineto_json import kineto_document, write_trace
 from tracekit.errors import InputError
 from tracekit.ingest.pipeline import UnexpectedContent, ingest
 
