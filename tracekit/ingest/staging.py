@@ -79,7 +79,9 @@ class StageTable:
                 self.connection.exec_driver_sql(self._insert, self.rows)
             else:
                 insert_rows(self.connection, self.name, self.columns, self.rows)
-        except OverflowError:
+        except Exception as exc:
+            if not _beyond_64_bits(exc):
+                raise
             raise InputError("trace holds a number that does not fit in 64 bits "
                              "(an id, time or size)",
                              hint="the file is damaged or was edited") from None
@@ -90,6 +92,20 @@ class StageTable:
         """Remove the temporary table (it would vanish with the connection anyway)."""
         self.rows = []
         self.connection.exec_driver_sql(f"DROP TABLE IF EXISTS {self.name}")
+
+
+#: PostgreSQL's SQLSTATE for a value outside its column's type (numeric_value_out_of_range)
+_OUT_OF_RANGE = "22003"
+
+
+def _beyond_64_bits(exc: BaseException) -> bool:
+    """A number too big for a 64-bit column: Python's sqlite3 refuses it (OverflowError),
+    PostgreSQL's COPY or INSERT with SQLSTATE 22003 (raw from psycopg, or wrapped by
+    SQLAlchemy as ``.orig``)."""
+    if isinstance(exc, OverflowError):
+        return True
+    cause = getattr(exc, "orig", exc)
+    return getattr(cause, "sqlstate", None) == _OUT_OF_RANGE
 
 
 def write_rows(connection: Connection, table: str, columns: Sequence[str],
