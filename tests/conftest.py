@@ -1,14 +1,16 @@
-"""Shared pytest fixtures: stores, synthetic nsys traces, and the real traces in shared/."""
+"""Shared pytest fixtures: stores (on SQLite and on PostgreSQL), synthetic nsys traces, and the
+real traces recorded by others (not in the repository; tests skip without them)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.paths import shared_traces_dir
+from tests.support.stores import POSTGRES_ENV, postgres_test_url, scratch_postgres_url
 from tracekit.store import open_store
 from tracekit.store.db import Store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
@@ -27,9 +29,44 @@ def shared_trace() -> Callable[[str], Path]:
     return locate
 
 
+#: The store back ends every store test runs on; PostgreSQL's carries the ``postgres`` mark
+#: (``-m "not postgres"`` leaves it out) and skips without ``TRACEKIT_TEST_POSTGRES_URL``.
+STORE_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    """A fresh SQLite store in a temporary folder."""
+def postgres_url() -> Iterator[str]:
+    """A URL whose tables live in a fresh schema of the test server, dropped afterwards; skips
+    the test when ``TRACEKIT_TEST_POSTGRES_URL`` is not set (``.ci/run`` sets it)."""
+    base = postgres_test_url()
+    if base is None:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    with scratch_postgres_url(base) as url:
+        yield url
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL for an empty store, once per back end: a SQLite file ``tmp_path/store.db``, then
+    a scratch schema on the PostgreSQL test server."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "store.db")
+        return
+    yield request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """A fresh store opened for writing, on SQLite and on PostgreSQL (see ``store_url``)."""
+    opened = open_store(store_url)
+    yield opened
+    opened.dispose()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh SQLite store ``tmp_path/store.db``, for tests of what only SQLite has (query
+    plans, the file itself)."""
     opened = open_store(str(tmp_path / "store.db"))
     yield opened
     opened.dispose()

@@ -17,8 +17,6 @@ import subprocess
 import sys
 import tracemalloc
 import types
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import create_engine, text
 
 import tracekit
 from tests.support import paths
@@ -526,23 +523,6 @@ def test_walkthrough_notebook_runs_top_to_bottom(example: Path) -> None:
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh schema on the test server, dropped afterwards."""
-    base = os.environ.get("TRACEKIT_TEST_POSTGRES_URL")
-    if not base:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
-    schema = f"tk_api_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    separator = "&" if "?" in base else "?"
-    yield f"{base}{separator}options=-csearch_path%3D{schema}"
-    with admin.begin() as connection:
-        connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-    admin.dispose()
-
 
 @pytest.mark.postgres
 def test_postgres_store_gives_the_same_frames(postgres_url: str, analyzed: dict[str, Any],

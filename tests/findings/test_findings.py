@@ -9,9 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -26,7 +25,6 @@ from tracekit.findings.rules import SEVERITY_ORDER, at_or_above, load_rules
 from tracekit.findings.stage import evaluate_run
 from tracekit.gpus import parse_gpu
 from tracekit.run_gpu import settle_run_gpu
-from tracekit.store import open_store
 from tracekit.store.db import Store
 from tracekit.store.schema import (
     Classification,
@@ -91,13 +89,6 @@ class K:
 
 
 _RUN_SEQ = itertools.count(1)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(str(tmp_path / "s.db"))
-    yield opened
-    opened.dispose()
 
 
 def make_run(

@@ -104,29 +104,23 @@ def test_cupti_records_with_repeated_ids_link_within_their_copy(tmp_path: Path) 
 
 
 @pytest.mark.postgres
-def test_links_are_the_same_on_postgresql(tmp_path: Path) -> None:
-    from tests.support.stores import postgres_test_url, scratch_postgres_url
-
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
+def test_links_are_the_same_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     trace = tmp_path / "restarted.json"
     replicate(TORCH, trace, 2, keep_ids=True)
     analyzed(trace, tmp_path / "s.db")
     expected = query(tmp_path / "s.db", "SELECT k.start_ns, k.launch_start_ns, o.start_ns "
                                         "FROM kernels k LEFT JOIN cpu_ops o ON o.id = k.cpu_op_id "
                                         "ORDER BY k.start_ns, k.launch_start_ns")
-    with scratch_postgres_url(base) as url:
-        store = open_store(url)
-        try:
-            analyze(store, [trace], AnalysisOptions())
-            with store.connect() as connection:
-                got = connection.execute(text(
-                    "SELECT k.start_ns, k.launch_start_ns, o.start_ns FROM kernels k "
-                    "LEFT JOIN cpu_ops o ON o.id = k.cpu_op_id "
-                    "ORDER BY k.start_ns, k.launch_start_ns")).all()
-        finally:
-            store.dispose()
+    store = open_store(postgres_url)
+    try:
+        analyze(store, [trace], AnalysisOptions())
+        with store.connect() as connection:
+            got = connection.execute(text(
+                "SELECT k.start_ns, k.launch_start_ns, o.start_ns FROM kernels k "
+                "LEFT JOIN cpu_ops o ON o.id = k.cpu_op_id "
+                "ORDER BY k.start_ns, k.launch_start_ns")).all()
+    finally:
+        store.dispose()
     assert [tuple(row) for row in got] == expected
 
 

@@ -71,26 +71,19 @@ def new_store(tmp_path: Path) -> Store:
     return open_store(str(tmp_path / "store.db"))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_of(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
-    """A store factory on SQLite, and on PostgreSQL when TRACEKIT_TEST_POSTGRES_URL is set."""
-    if request.param == "sqlite":
-        yield lambda: new_store(tmp_path)
-        return
-    from tests.support.stores import postgres_test_url, scratch_postgres_url
-
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
+@pytest.fixture
+def store_of(store_url: str) -> Iterator[Callable[[], Store]]:
+    """A factory of stores on one database (SQLite, then PostgreSQL: ``store_url``), for tests
+    that open it again the way a second command would."""
     opened: list[Store] = []
-    with scratch_postgres_url(base) as url:
-        def factory() -> Store:
-            opened.append(open_store(url))
-            return opened[-1]
 
-        yield factory
-        for store in opened:
-            store.dispose()
+    def factory() -> Store:
+        opened.append(open_store(store_url))
+        return opened[-1]
+
+    yield factory
+    for store in opened:
+        store.dispose()
 
 
 #: What the ingest did toward phases, per (store, run) ingested in "ingest" mode; analyze()

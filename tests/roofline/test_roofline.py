@@ -888,20 +888,14 @@ def test_h200_ncu_counts_the_work_the_tensor_pipe_executed(h200_ncu: dict[str, A
 
 
 @pytest.mark.postgres
-def test_same_roofline_in_postgres(fallback_run: dict[str, Any]) -> None:
+def test_same_roofline_in_postgres(fallback_run: dict[str, Any], postgres_url: str) -> None:
     """The link query and its aggregates are portable: PostgreSQL gives the same section."""
-    from tests.support.stores import postgres_test_url, scratch_postgres_url
-
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
-    with scratch_postgres_url(base) as url:
-        store = open_store(url)
-        try:
-            document = analyze(store, [fallback_run["trace"]],
-                               AnalysisOptions(model=NVFP4_W4A4)).document
-        finally:
-            store.dispose()
+    store = open_store(postgres_url)
+    try:
+        document = analyze(store, [fallback_run["trace"]],
+                           AnalysisOptions(model=NVFP4_W4A4)).document
+    finally:
+        store.dispose()
     ours, theirs = document["roofline"], fallback_run["document"]["roofline"]
     assert theirs["phases"] == ours["phases"]
     assert theirs["fallback"] == ours["fallback"]

@@ -11,7 +11,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,9 +23,7 @@ from tests.support.helpers import make_old_store
 from tests.support.stores import (
     FilesystemUnavailable,
     mountable_folder,
-    postgres_test_url,
     read_only,
-    scratch_postgres_url,
 )
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError, StoreSchemaMismatch
@@ -38,19 +35,6 @@ from tracekit.store.schema import POSTGRES_ONLY_INDEXES, Base
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
 
 RUN_TABLES = [t.name for t in Base.metadata.sorted_tables if "run_id" in t.c]
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A URL for an empty store: a SQLite file, or a scratch schema on PostgreSQL."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "store.db")
-        return
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL is not set")
-    with scratch_postgres_url(base) as url:
-        yield url
 
 
 def trace(path: Path, names: list[str], *, pid: int = 100, count: int = 3) -> Path:

@@ -127,19 +127,3 @@ def mountable_folder(path: os.PathLike[str] | str, size: str = "64m") -> Iterato
     else:
         os.makedirs(path, exist_ok=True)
         yield os.fspath(path)
-
-
-@contextmanager
-def empty_store_url(kind: str, folder: os.PathLike[str] | str) -> Iterator[str]:
-    """A URL for an empty store of ``kind`` ("sqlite": a file in ``folder``; "postgres").
-
-    Raises ``FilesystemUnavailable`` for "postgres" when no test server is configured.
-    """
-    if kind == "sqlite":
-        yield os.path.join(os.fspath(folder), "store.db")
-        return
-    base = postgres_test_url()
-    if base is None:
-        raise FilesystemUnavailable(f"{POSTGRES_ENV} is not set")
-    with scratch_postgres_url(base) as url:
-        yield url

@@ -11,13 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
-from tests.support.stores import FilesystemUnavailable, empty_store_url
 from tracekit.store.db import open_store
 from tracekit.synth.nsys import (
     KernelSpec,
@@ -29,15 +26,6 @@ from tracekit.synth.nsys import (
 )
 
 WRITERS = 4
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    try:
-        with empty_store_url(request.param, tmp_path) as url:
-            yield url
-    except FilesystemUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def distinct_trace(path: Path, index: int, *, steps: int = 40) -> Path:

@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from sqlalchemy import create_engine, text
 
 from tests.support.stores import (
     FilesystemUnavailable,
-    empty_store_url,
     mountable_folder,
     read_only,
     tmpfs,
@@ -35,15 +33,6 @@ from tracekit.synth.nsys import (
     kernel_totals,
     write_scenario,
 )
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    try:
-        with empty_store_url(request.param, tmp_path) as url:
-            yield url
-    except FilesystemUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def small_trace(path: Path) -> Path:

@@ -304,27 +304,21 @@ def test_trace_without_kernels(tmp_path):
 
 
 @pytest.mark.postgres
-def test_same_rows_in_postgres(shared_trace, store_path):
+def test_same_rows_in_postgres(shared_trace, postgres_url):
     """Staging and the final SQL are portable: PostgreSQL gets the same rows as SQLite."""
     from sqlalchemy import text
 
-    from tests.support.stores import postgres_test_url, scratch_postgres_url
-
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL not set")
     path = shared_trace(B200)
     truth = raw_truth(path)
-    with scratch_postgres_url(base) as url:
-        store = open_store(url)
-        try:
-            run = ingest(store, [path]).run_id
-            with store.engine.connect() as connection:
-                count, total, linked = connection.execute(text(
-                    "SELECT COUNT(*), SUM(end_ns - start_ns), COUNT(global_tid) FROM kernels "
-                    "WHERE run_id = :r"), {"r": run}).one()
-        finally:
-            store.dispose()
+    store = open_store(postgres_url)
+    try:
+        run = ingest(store, [path]).run_id
+        with store.engine.connect() as connection:
+            count, total, linked = connection.execute(text(
+                "SELECT COUNT(*), SUM(end_ns - start_ns), COUNT(global_tid) FROM kernels "
+                "WHERE run_id = :r"), {"r": run}).one()
+    finally:
+        store.dispose()
     assert (count, int(total), linked) == (truth["kernels"], truth["kernel_ns"],
                                            truth["kernels"])
 
