@@ -4,12 +4,16 @@ roofline read that one decision."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
 from sqlalchemy import text
 
+from tests.conftest import BF16_GEMM
 from tracekit.analysis import AnalysisOptions, analyze
+from tracekit.cli import cli
 from tracekit.gpus import GpuSpec, parse_gpu
 from tracekit.run_gpu import DeviceRow, LogDevice, StoredGpu, decide_run_gpu
 from tracekit.store.db import open_store
@@ -127,3 +131,17 @@ def test_a_disagreeing_gpu_is_a_warning_in_the_document(make_trace: Any, simple_
         assert result.document["roofline"]["gpu"]["model"] == "h100-sxm"
     finally:
         store.dispose()
+
+
+def test_amd_capability_is_read_as_its_gfx_architecture(make_trace, tmp_path):
+    """nsys writes an AMD GPU's gfx942 as compute capability 9.4: the document says gfx942."""
+    scenario = Scenario(ranks=[RankSpec(pid=3, gpu_name="AMD Instinct MI300X",
+                                        compute_capability=(9, 4), sm_count=304,
+                                        steps=[StepSpec(None, [KernelSpec(BF16_GEMM, 10)])])])
+    result = CliRunner().invoke(cli, ["analyze", str(make_trace(scenario)), "--store",
+                                      str(tmp_path / "s.db"), "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert [device["arch"] for device in document["devices"]] == ["gfx942"]
+    assert document["run"]["gpu"] == "AMD Instinct MI300X (gfx942)"

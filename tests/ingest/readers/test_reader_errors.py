@@ -1,5 +1,6 @@
-"""Odd content the fuzzers found: each reader names the problem itself (InputError), not
-the pipeline's catch-all ``UnexpectedContent`` (tests/benchmarks/README.md)."""
+"""Odd content in a trace: each reader names the problem itself (an InputError saying what
+is wrong), not the pipeline's catch-all ``UnexpectedContent``. The cases are what the fuzzers
+found (tests/benchmarks/README.md)."""
 
 from __future__ import annotations
 
