@@ -940,8 +940,7 @@ def test_python_api_roofline_frame_and_figure(fallback_run: dict[str, Any]) -> N
 def test_a_trace_without_shapes_gets_one_line_not_a_table(tmp_path: Path) -> None:
     import io
 
-    from report_scenario import MARLIN_GEMM, analyzed_run, open_test_store
-
+    from tests.support.report_scenario import MARLIN_GEMM, analyzed_run, open_test_store
     from tracekit.report.document import build_document
     from tracekit.report.terminal import render
 
