@@ -14,7 +14,7 @@ from tracekit.classifier.names import prepare
 
 RULESET = load_ruleset(use_env=False)
 MATH_OPS = {"gemm", "grouped_gemm", "gemv", "attention"}
-# The labelled corpus and its accuracy targets are tested in tests/classify/test_corpus.py.
+# The labelled corpus and its accuracy targets are tested in tests/classifier/test_corpus.py.
 CORPUS_NAMES = [
     json.loads(line)["name"]
     for corpus in sorted(paths.CORPUS.glob("*.jsonl"))

@@ -5,7 +5,7 @@ Every ``tests/corpus/*.jsonl`` file is read; a new file needs no registration. T
 semgrep keep reviewed outputs: any rule change that alters an answer fails here, printing the
 changed answers, until the snapshot is updated on purpose with
 
-    TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/classify/test_corpus.py
+    TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/classifier/test_corpus.py
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def _may_need_binutils(name: str) -> bool:
 def test_answers_match_the_reviewed_snapshot():
     """The snapshot is recorded with binutils' c++filt on PATH; without it, the few mangled
     names only c++filt reads (``DF16b`` …) are left out of the comparison (tested apart in
-    tests/classify/test_demangle.py)."""
+    tests/classifier/test_demangle.py)."""
     assert binutils_available() or not UPDATE, "record the snapshot with c++filt on PATH"
     skipped = set()
     if not binutils_available():
@@ -165,7 +165,7 @@ def test_answers_match_the_reviewed_snapshot():
         problems.extend(f"{stem}: snapshot of a corpus file that is gone" for stem in stale)
     assert not problems, (
         "classifier answers differ from the reviewed snapshot; if intended, run\n"
-        "  TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/classify/test_corpus.py\n"
+        "  TRACEKIT_UPDATE_SNAPSHOT=1 pytest -q tests/classifier/test_corpus.py\n"
         + "\n".join(problems)
     )
 
