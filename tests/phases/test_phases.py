@@ -19,6 +19,8 @@ from sqlalchemy import text
 
 from tests.support.paths import REPO, shared_traces_dir
 from tracekit.aggregate import refresh_kernel_groups
+from tracekit.classifier import load_ruleset
+from tracekit.classifier.stage import classify_run
 from tracekit.ingest.pipeline import ingest
 from tracekit.phases.heuristics import load_signals
 from tracekit.phases.ingest_time import IngestTimeSteps
@@ -589,18 +591,9 @@ def test_real_b200_vllm_torch_trace(tmp_path: Path) -> None:
     if not path.exists():
         pytest.skip("real traces absent")
     store = new_store(tmp_path)
-    try:
-        run_id = ingest(store, [path]).run_id
-    except Exception as exc:  # the torch reader is being written elsewhere
-        pytest.skip(f"torch trace reader not available: {exc}")
-    try:  # the real classifier, when it is there, so GEMM time splits by real paths
-        from tracekit.classifier import load_ruleset
-        from tracekit.classifier.stage import classify_run
-
-        with store.begin() as connection:
-            classify_run(connection, run_id, load_ruleset(()))
-    except ImportError:
-        pass
+    run_id = ingest(store, [path]).run_id
+    with store.begin() as connection:  # the real classifier: GEMM time splits by real paths
+        classify_run(connection, run_id, load_ruleset(()))
     report, table, how = analyze(store, run_id)
     assert report.method == "marker" and report.engines == ["vllm"]
     # execute_context_1(888_788544)_generation_0(0): one prefill step of 888 tokens
