@@ -123,7 +123,8 @@ def test_unreadable_input_is_one_input_error(tmp_path, make, fragment):
     (lambda folder: sqlite_file(folder / "places.sqlite", "moz_places", "moz_bookmarks"),
      "SQLite file is not an Nsight Systems export (no StringIds table)"),
     (lambda folder: sqlite_file(folder / "strings.sqlite", "StringIds"),
-     "SQLite file is not an Nsight Systems export"),
+     "SQLite file is not an Nsight Systems export (it has StringIds but none of "
+     "CUPTI_ACTIVITY_KIND_KERNEL, "),
     (lambda folder: write(folder / "config.json", b'{"model_type": "llama"}'),
      "JSON file is not a trace tracekit knows (no traceEvents)"),
     (lambda folder: write(folder / "weights.bin", bytes(range(256)) * 8),

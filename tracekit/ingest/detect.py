@@ -142,13 +142,29 @@ def _describe(sniffed: Sniff) -> str:
     if sniffed.sqlite_tables is not None:
         if not sniffed.sqlite_tables:
             return "SQLite file has no tables, so it is not an Nsight Systems export"
-        return "SQLite file is not an Nsight Systems export (no StringIds table)"
+        missing = _missing_tables(sniffed.sqlite_tables)
+        return f"SQLite file is not an Nsight Systems export ({missing})"
     stripped = sniffed.text_head.lstrip()
     if stripped[:1] in (b"{", b"["):
         return "JSON file is not a trace tracekit knows (no traceEvents)"
     if _looks_binary(sniffed.text_head):
         return "unrecognized binary file"
     return "unrecognized text file"
+
+
+def _missing_tables(tables: frozenset[str]) -> str:
+    """What the SQLite specs look for and the file lacks: their required tables, else (the
+    required ones are there) the activity tables of which they need at least one."""
+    for spec in builtin_specs():
+        required = set(spec.detect.sqlite_tables)
+        if not required and not spec.detect.sqlite_any_table:
+            continue
+        if not required <= tables:
+            return "no " + ", ".join(sorted(required - tables)) + " table"
+        if spec.detect.sqlite_any_table:
+            return ("it has " + ", ".join(sorted(required)) + " but none of "
+                    + ", ".join(spec.detect.sqlite_any_table))
+    return "no table tracekit knows"
 
 
 def _hint(sniffed: Sniff) -> str:
