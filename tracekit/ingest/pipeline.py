@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Connection, insert, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError
 
 from tracekit import __version__
-from tracekit.errors import InputError, StoreError
+from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier, source_uri
 from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
 from tracekit.ingest.detect import detect_file
@@ -45,6 +45,7 @@ from tracekit.ingest.side import SideWork
 from tracekit.ingest.spec import FormatSpec
 from tracekit.store.counts import record_counts
 from tracekit.store.db import Store
+from tracekit.store.failures import first_line, is_driver_error
 from tracekit.store.schema import Run
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
@@ -119,39 +120,22 @@ def _convert(spec: FormatSpec, files: list[Path], work_dir: Path) -> tuple[Forma
 def _ingest_transaction(
     store: Store, source: Path | None
 ) -> Iterator[tuple[Connection, BulkCopier | None]]:
-    """A write transaction; a SQLite source is attached first (ATTACH can't run inside one).
+    """The ingest's write transaction, with a SQLite source attached as ``src``.
 
     On SQLite, foreign keys are not enforced while a run is ingested. Every id a reader
     writes comes from a row the same transaction has just inserted (the run, its kernel
     names), so the per-row parent lookups prove nothing, and they cost a fifth of the kernel
-    copy (measured: tests/benchmarks/README.md). The
-    pragma is per connection and cannot change inside a transaction: it is switched off
-    before BEGIN and back on afterwards; the tests check ``PRAGMA foreign_key_check``.
+    copy (measured: tests/benchmarks/README.md); the tests check ``PRAGMA foreign_key_check``
+    after an ingest.
     """
-    with store.engine.connect() as connection:
-        copier: BulkCopier | None = None
-        attached = False
+    attach = {"src": source_uri(source)} if source is not None else None
+    with store.begin(enforce_foreign_keys=False, attach=attach) as connection:
+        copier = BulkCopier(connection, source) if source is not None else None
         try:
-            if source is not None and store.is_sqlite:
-                connection.exec_driver_sql("ATTACH DATABASE ? AS src", (source_uri(source),))
-                attached = True
-            if store.is_sqlite:
-                connection.exec_driver_sql("PRAGMA foreign_keys = OFF")
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-            if source is not None:
-                copier = BulkCopier(connection, source)
             yield connection, copier
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
         finally:
             if copier is not None:
                 copier.close()
-            if store.is_sqlite:
-                connection.exec_driver_sql("PRAGMA foreign_keys = ON")
-            if attached:
-                connection.exec_driver_sql("DETACH DATABASE src")
 
 
 def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None,
@@ -283,27 +267,16 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
                              hint="the file is damaged or was edited; export it again"
                              ) from None
         return IngestResult(existing, True, spec.id)
-    except OperationalError as exc:
-        raise _store_write_error(store, exc) from None
     except READER_SLIPS as exc:
         raise UnexpectedContent(
             f"{display}: cannot read trace: unexpected content "
             f"({type(exc).__name__}: {str(exc)[:200]})",
             hint="the file may be damaged; if it opens in its own tool, please report "
                  "this to tracekit") from exc
-    except DBAPIError as exc:
-        raise InputError(f"{display}: cannot read trace ({str(exc.orig).splitlines()[0]})"
-                         ) from None
+    except Exception as exc:
+        # The store's own failures (disk full …) left ``store.begin`` as StoreError;
+        # a database error still here is about what the trace asked the database to do.
+        if not is_driver_error(exc):
+            raise
+        raise InputError(f"{display}: cannot read trace ({first_line(exc)})") from None
     return IngestResult(int(run_id), False, spec.id)
-
-
-def _store_write_error(store: Store, exc: OperationalError) -> Exception:
-    message = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-    lowered = message.lower()
-    if any(word in lowered for word in ("readonly", "read-only", "disk", "full", "permission",
-                                        "unable to open")):
-        from tracekit.store.db import display_url
-
-        return StoreError(f"cannot write store {display_url(store.url)}: {message}",
-                          hint="free disk space or pass a writable --store")
-    return InputError(f"cannot read trace: {message}")

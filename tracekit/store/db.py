@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from tracekit.errors import StoreError, StoreSchemaMismatch
+from tracekit.store.failures import first_line, store_write_error
 
 ENV_VAR = "TRACEKIT_STORE"
 DEFAULT_FILE = "tracekit.db"
@@ -125,28 +126,56 @@ class Store:
         return not self.is_sqlite or self.sqlite_path is not None
 
     @contextmanager
-    def begin(self) -> Iterator[Connection]:
-        """A write transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE).
+    def begin(self, *, enforce_foreign_keys: bool = True,
+              attach: Mapping[str, str] | None = None) -> Iterator[Connection]:
+        """A write transaction: the one way tracekit writes to a store.
 
-        A deferred SQLite transaction that reads first and writes later can fail at once
-        with "database is locked" when another writer got there in between (the busy
-        timeout cannot help a lock upgrade); taking the lock first makes writers queue.
+        SQLite takes the write lock up front (BEGIN IMMEDIATE): a deferred transaction that
+        reads first and writes later can fail at once with "database is locked" when another
+        writer got there in between (the busy timeout cannot help a lock upgrade); taking the
+        lock first makes writers queue.
+
+        ``enforce_foreign_keys=False`` (SQLite): foreign keys are not checked inside this
+        transaction, for writers whose every reference is to a row the same transaction has
+        just written or is deleting with it (the ingest, deleting runs): the per-row parent
+        lookups would prove nothing and cost a scan per row. The pragma is per connection
+        and cannot change inside a transaction, so it is switched off before BEGIN and on
+        again after the end, also after a failure: the pooled connection always goes back
+        enforcing them. ``attach`` (SQLite): schema name → database URI to ATTACH for the
+        transaction (ATTACH cannot run inside one); detached afterwards.
+
+        A failure rolls everything back; a database error that blames the store (disk full,
+        read-only, locked too long …) becomes one ``StoreError`` line
+        (``tracekit.store.failures``); any other error passes through unchanged.
         """
+        sqlite = self.is_sqlite
+        keys_off = sqlite and not enforce_foreign_keys
+        attached: list[str] = []
         try:
             with self.engine.connect() as connection:
-                if self.is_sqlite:
-                    connection.exec_driver_sql("BEGIN IMMEDIATE")
-                else:
-                    connection.begin()
                 try:
-                    yield connection
-                except BaseException:
-                    connection.rollback()
-                    raise
-                else:
-                    connection.commit()
-        except OperationalError as exc:
-            error = store_write_error(self, exc)
+                    for schema, uri in (attach or {}).items() if sqlite else ():
+                        connection.exec_driver_sql(f"ATTACH DATABASE ? AS {schema}", (uri,))
+                        attached.append(schema)
+                    if keys_off:
+                        connection.exec_driver_sql("PRAGMA foreign_keys = OFF")
+                    if sqlite:
+                        connection.exec_driver_sql("BEGIN IMMEDIATE")
+                    else:
+                        connection.begin()
+                    try:
+                        yield connection
+                        connection.commit()
+                    except BaseException:  # a failed COMMIT (disk full) too
+                        connection.rollback()
+                        raise
+                finally:
+                    if keys_off:
+                        connection.exec_driver_sql("PRAGMA foreign_keys = ON")
+                    for schema in attached:
+                        connection.exec_driver_sql(f"DETACH DATABASE {schema}")
+        except Exception as exc:
+            error = store_write_error(display_url(self.url), exc, blame_damage=not attached)
             if error is None:
                 raise
             raise error from None
@@ -347,27 +376,6 @@ def _check_revision(store: Store, *, write: bool) -> None:
             f"this tracekit needs {head}",
             hint=f"run `tracekit db upgrade --store {display_url(url)}`",
         )
-
-
-#: words in a database error that mean the store itself cannot take the write
-_STORAGE_WORDS = ("readonly", "read-only", "read only", "disk", "full", "no space",
-                  "permission", "unable to open", "i/o error")
-
-
-def store_write_error(store: Store, exc: BaseException) -> StoreError | None:
-    """A one-line StoreError when ``exc`` says the store cannot be written, else None."""
-    message = first_line(exc)
-    if not any(word in message.lower() for word in _STORAGE_WORDS):
-        return None
-    return StoreError(f"cannot write store {display_url(store.url)}: {message}",
-                      hint="free disk space or pass a writable --store")
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of a database error, without SQLAlchemy's background link."""
-    orig = getattr(exc, "orig", None)
-    message = str(orig if orig is not None else exc).strip()
-    return message.splitlines()[0] if message else type(exc).__name__
 
 
 def _check_is_store(store: Store) -> None:

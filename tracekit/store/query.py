@@ -16,13 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy.exc import DBAPIError, StatementError
-
 from tracekit.errors import TracekitError
-from tracekit.store.db import Store, first_line
+from tracekit.store.db import Store
+from tracekit.store.failures import first_line, is_driver_error, refuses_write
 
 FETCH_ROWS = 10_000
-_WRITE_WORDS = ("readonly", "read-only", "read only", "not authorized")
 
 
 class QueryError(TracekitError):
@@ -45,7 +43,7 @@ def _deny_attach(action: int, *_args: object) -> int:
 
 def _explain(exc: BaseException) -> QueryError:
     message = first_line(exc)
-    if any(word in message.lower() for word in _WRITE_WORDS):
+    if refuses_write(exc):
         return QueryError(f"tracekit query is read-only: {message}",
                           hint="the store changes only through tracekit analyze / runs --delete")
     return QueryError(f"query failed: {message}")
@@ -73,12 +71,12 @@ def run_query(store: Store, sql: str) -> Iterator[QueryResult]:
             else:
                 cursor = raw.cursor()  # type: ignore[union-attr]
                 cursor.execute(sql)
-        except (DBAPIError, StatementError, sqlite3.Error, Warning) as exc:
+        except Warning as exc:  # sqlite3: "You can only execute one statement at a time."
             raise _explain(exc) from None
         except Exception as exc:
-            if type(exc).__module__.startswith("psycopg"):
-                raise _explain(exc) from None
-            raise
+            if not is_driver_error(exc):
+                raise
+            raise _explain(exc) from None
         columns = [str(column[0]) for column in cursor.description or []]
 
         def batches() -> Iterator[list[tuple[object, ...]]]:
@@ -87,12 +85,10 @@ def run_query(store: Store, sql: str) -> Iterator[QueryResult]:
             try:
                 while rows := cursor.fetchmany(FETCH_ROWS):
                     yield [tuple(row) for row in rows]
-            except (sqlite3.Error, DBAPIError) as exc:
-                raise _explain(exc) from None
             except Exception as exc:
-                if type(exc).__module__.startswith("psycopg"):
-                    raise _explain(exc) from None
-                raise
+                if not is_driver_error(exc):
+                    raise
+                raise _explain(exc) from None
 
         try:
             yield QueryResult(columns, batches())

@@ -5,9 +5,10 @@ run without them is counted through the ``run_id`` index), so it stays instant o
 store with hundreds of 10^7-kernel runs.
 
 Deleting removes a run's rows table by table, children first, in one transaction. On SQLite
-foreign-key enforcement is switched off for that transaction: every dependent row goes in
-the same transaction anyway, and letting SQLite check ``kernels.name_id`` (not indexed on
-its own) for every deleted kernel name would scan the whole kernels table once per name.
+foreign-key enforcement is switched off for that transaction (``Store.begin``): every
+dependent row goes in the same transaction anyway, and letting SQLite check
+``kernels.name_id`` (not indexed on its own) for every deleted kernel name would scan the
+whole kernels table once per name.
 """
 
 from __future__ import annotations
@@ -79,24 +80,7 @@ class UnknownRun(StoreError):
 def delete_runs(store: Store, run_ids: Sequence[int]) -> list[int]:
     """Delete whole runs; all ids must exist (else nothing is deleted). Returns the ids."""
     ids = sorted(set(run_ids))
-    if store.is_sqlite:
-        with store.engine.connect() as connection:
-            # Must be set outside a transaction; the pooled connection gets it back below.
-            connection.exec_driver_sql("PRAGMA foreign_keys = OFF")
-            try:
-                _delete_in(store, connection, ids)
-            finally:
-                connection.exec_driver_sql("PRAGMA foreign_keys = ON")
-        return ids
-    with store.engine.connect() as connection:
-        _delete_in(store, connection, ids)
-    return ids
-
-
-def _delete_in(store: Store, connection: Connection, ids: list[int]) -> None:
-    if store.is_sqlite:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-    try:
+    with store.begin(enforce_foreign_keys=False) as connection:
         found = set(connection.execute(select(Run.id).where(Run.id.in_(ids))).scalars())
         missing = [run_id for run_id in ids if run_id not in found]
         if missing:
@@ -106,7 +90,4 @@ def _delete_in(store: Store, connection: Connection, ids: list[int]) -> None:
             if table.name != "runs" and "run_id" in table.c:
                 connection.execute(delete(table).where(table.c.run_id.in_(ids)))
         connection.execute(delete(Run).where(Run.id.in_(ids)))
-    except BaseException:
-        connection.rollback()
-        raise
-    connection.commit()
+    return ids
