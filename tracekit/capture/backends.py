@@ -27,7 +27,7 @@ from tracekit.capture import ncu as ncu_tool
 from tracekit.capture import nsys as nsys_tool
 from tracekit.capture.engines import EnginePreset, fill
 from tracekit.errors import InputError, ToolNotFound
-from tracekit.ingest.convert import find_nsys
+from tracekit.ingest.convert import find_ncu, find_nsys, ncu_rep_to_csv
 
 BACKENDS = ("nsys", "torch", "cupti", "ncu")
 
@@ -201,7 +201,7 @@ def plan_cupti(request: CaptureRequest, run_dir: Path) -> CapturePlan:
 
 
 def plan_ncu(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> CapturePlan:
-    ncu = ncu_tool.find_ncu()
+    ncu = find_ncu()
     if dry_run and ncu is None:
         ncu = Path("ncu")
     elif ncu is None:
@@ -285,8 +285,8 @@ def collect(plan: CapturePlan) -> list[Path]:
         if not report.exists() or plan.tool is None:
             return []
         try:
-            return [ncu_tool.report_to_csv(Path(plan.tool), report)]
-        except InputError as exc:
+            return [ncu_rep_to_csv(report, report.parent, ncu=Path(plan.tool))]
+        except (InputError, ToolNotFound) as exc:
             plan.notes.append(exc.one_line())
             return [report]
     return []

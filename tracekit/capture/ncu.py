@@ -5,26 +5,22 @@ default it profiles only the top GEMMs (by GPU time) of a previous run in the st
 launches each. The counters — ``sm__ops_path_tensor_src_*`` and
 ``sm__inst_executed_pipe_tensor*`` (docs/formats.md#nsight-compute-csv-and-ncu-rep) — are the
 strongest evidence the classifier accepts (counters before names:
-docs/vocabulary.md#a-classification). ncu writes a report into the run folder; ``collect`` turns it
-into the raw-page CSV that ``parsers/ncu-csv.toml`` reads.
+docs/vocabulary.md#a-classification). ncu writes a report into the run folder;
+``tracekit.ingest.convert.ncu_rep_to_csv`` turns it into the raw-page CSV that
+``parsers/ncu-csv.toml`` reads.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import text
 
-from tracekit.errors import InputError
 from tracekit.store.db import Store
 
-NCU_ENV = "TRACEKIT_NCU"
 REPORT_STEM = "ncu"
 FILTER_PREFIX_CHARS = 120
 
@@ -65,18 +61,6 @@ class NcuSettings:
     launches_per_kernel: int = 3
     metrics: Sequence[str] = METRICS
     extra_args: Sequence[str] = field(default_factory=tuple)
-
-
-def find_ncu() -> Path | None:
-    """``$TRACEKIT_NCU``, ``ncu`` on PATH, or the CUDA toolkit's copy."""
-    configured = os.environ.get(NCU_ENV)
-    if configured:
-        return Path(configured)
-    found = shutil.which("ncu")
-    if found:
-        return Path(found)
-    default = Path("/usr/local/cuda/bin/ncu")
-    return default if default.is_file() else None
 
 
 def kernel_filter(names: Sequence[str]) -> str | None:
@@ -122,18 +106,3 @@ def top_gemms(store: Store, run_id: int | None, limit: int = 5) -> tuple[int | N
             "GROUP BY n.name ORDER BY total DESC LIMIT :limit"),
             {"run_id": run_id, "limit": limit}).all()
     return run_id, [str(row[0]) for row in rows]
-
-
-def report_to_csv(ncu: Path, report: Path) -> Path:
-    """``ncu --import REPORT --csv --page raw`` into ``REPORT.csv`` beside it."""
-    csv_path = report.with_suffix(".csv")
-    try:
-        completed = subprocess.run([str(ncu), "--import", str(report), "--csv", "--page", "raw"],
-                                   capture_output=True, text=True, timeout=1800, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise InputError(f"{report}: ncu --import failed ({exc})") from None
-    if completed.returncode != 0 or not completed.stdout.strip():
-        detail = (completed.stderr or completed.stdout).strip().splitlines()
-        raise InputError(f"{report}: ncu --import failed: {detail[-1] if detail else 'no output'}")
-    csv_path.write_text(completed.stdout)
-    return csv_path

@@ -19,14 +19,13 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.store.sqlite_files import lenient_text, read_only_uri
+
+#: rows per multi-row insert (or COPY) into the store: big enough that the per-statement cost
+#: vanishes, small enough that one chunk's Python tuples stay a few MB
 CHUNK_ROWS = 50_000
 #: lookup columns that hold text (the others hold integers)
 TEXT_COLUMNS = frozenset({"name", "phase"})
-
-
-def source_uri(path: Path) -> str:
-    """SQLite URI that opens ``path`` read-only and immutable (no -wal/-shm, no locks)."""
-    return f"{path.absolute().as_uri()}?mode=ro&immutable=1"
 
 
 class BulkCopier:
@@ -40,8 +39,8 @@ class BulkCopier:
         if not self.native:
             self._side = sqlite3.connect(":memory:")
             self._side.text_factory = (_postgres_text if connection.dialect.name == "postgresql"
-                                       else _lenient_text)
-            self._side.execute("ATTACH DATABASE ? AS src", (source_uri(source),))
+                                       else lenient_text)
+            self._side.execute("ATTACH DATABASE ? AS src", (read_only_uri(source),))
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Run a small SELECT against the source (metadata, table info)."""
@@ -135,14 +134,9 @@ def mirror_table(connection: sqlite3.Connection, table: str, columns: Sequence[s
         connection.execute("COMMIT")
 
 
-def _lenient_text(value: bytes) -> str:
-    """Source text as str: traces may hold invalid UTF-8; it becomes U+FFFD, not an error."""
-    return value.decode("utf-8", errors="replace")
-
-
 def _postgres_text(value: bytes) -> str:
-    """As ``_lenient_text``, and NUL (which PostgreSQL text cannot hold) becomes U+2400 ␀."""
-    return value.decode("utf-8", errors="replace").replace("\x00", "\u2400")
+    """As ``lenient_text``, and NUL (which PostgreSQL text cannot hold) becomes U+2400 ␀."""
+    return lenient_text(value).replace("\x00", "\u2400")
 
 
 def insert_rows(connection: Connection, table: str, columns: Sequence[str],

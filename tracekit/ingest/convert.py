@@ -1,8 +1,11 @@
-"""Turn Nsight Systems containers into SQLite exports with NVIDIA's own tools.
+"""Turn NVIDIA's binary reports into files a reader reads, with NVIDIA's own tools.
 
-``.qdstrm`` → ``QdstrmImporter -i`` → ``.nsys-rep`` → ``nsys export --type sqlite`` → ``.sqlite``.
+- ``.qdstrm`` → ``QdstrmImporter -i`` → ``.nsys-rep`` → ``nsys export --type sqlite`` →
+  ``.sqlite``;
+- ``.ncu-rep`` → ``ncu --import … --csv --page raw`` → ``.csv`` (the ingest, and
+  ``tracekit audit --backend ncu`` after profiling).
 The outputs go to a work folder (the run folder, or a temporary one), never next to the
-user's input.
+user's input. Where each tool is looked for is decided here, once.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ from tracekit.errors import InputError, ToolNotFound
 
 NSYS_ENV = "TRACEKIT_NSYS"
 IMPORTER_ENV = "TRACEKIT_QDSTRM_IMPORTER"
+NCU_ENV = "TRACEKIT_NCU"
 EXPORT_TIMEOUT_S = 3600
+NCU_IMPORT_TIMEOUT_S = 1800
+#: where the CUDA toolkit installs ncu when its bin folder is not on PATH
+NCU_FALLBACKS: tuple[Path, ...] = (Path("/usr/local/cuda/bin/ncu"),)
 
 
 def find_nsys() -> Path | None:
@@ -26,6 +33,17 @@ def find_nsys() -> Path | None:
         return Path(configured)
     found = shutil.which("nsys")
     return Path(found) if found else None
+
+
+def find_ncu() -> Path | None:
+    """The ncu executable: ``$TRACEKIT_NCU``, then PATH, then the CUDA toolkit's copy."""
+    configured = os.environ.get(NCU_ENV)
+    if configured:
+        return Path(configured)
+    found = shutil.which("ncu")
+    if found:
+        return Path(found)
+    return next((path for path in NCU_FALLBACKS if path.is_file()), None)
 
 
 def find_qdstrm_importer() -> Path | None:
@@ -102,3 +120,39 @@ def qdstrm_to_nsys_rep(stream: Path, work_dir: Path) -> Path:
     if staged.resolve() != stream.resolve():
         staged.unlink()
     return report
+
+
+def ncu_rep_to_csv(report: Path, work_dir: Path, *, ncu: Path | None = None) -> Path:
+    """``ncu --import REPORT --csv --page raw`` into ``work_dir/<name>.csv``.
+
+    ``ncu``: the executable to use (the one that wrote the report), else ``find_ncu()``;
+    ToolNotFound without one. The CSV is streamed to its file: a report of many launches
+    prints far more than is worth holding in memory.
+    """
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise ToolNotFound(
+            f"{report}: reading an .ncu-rep needs Nsight Compute (ncu), which is not installed",
+            hint="install Nsight Compute, or run `ncu --import FILE --csv --page raw > FILE.csv` "
+                 "where it is installed and pass the CSV")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    output = work_dir / (report.name.removesuffix(".ncu-rep") + ".csv")
+    try:
+        with output.open("w", encoding="utf-8") as sink:
+            completed = subprocess.run(
+                [str(ncu), "--import", str(report), "--csv", "--page", "raw"],
+                stdout=sink, stderr=subprocess.PIPE, text=True, timeout=NCU_IMPORT_TIMEOUT_S,
+                check=False)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{report}: ncu --import did not finish in {NCU_IMPORT_TIMEOUT_S} s"
+                         ) from None
+    except OSError as exc:
+        raise ToolNotFound(f"{report}: cannot run {ncu} ({exc.strerror})") from None
+    if completed.returncode != 0 or output.stat().st_size == 0:
+        detail = (completed.stderr or "").strip().splitlines()
+        last = detail[-1] if detail else (f"exit code {completed.returncode}"
+                                          if completed.returncode else "no output")
+        raise InputError(f"{report}: ncu --import failed: {last[:300]}",
+                         hint="a report opens only with an ncu at least as new as the one "
+                              "that wrote it")
+    return output

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tracekit.errors import InputError, UnknownFormat
 from tracekit.ingest.spec import FormatSpec, builtin_specs
+from tracekit.store.sqlite_files import open_read_only
 
 HEAD_BYTES = 64 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -31,24 +32,11 @@ class Sniff:
     sqlite_tables: frozenset[str] | None
 
 
-def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
-    """Open a SQLite file read-only and immutable: nothing is ever written next to it."""
-    uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
-    connection = sqlite3.connect(uri, uri=True)
-    # Names and values in a damaged (or hostile) file may be invalid UTF-8: read them
-    # with U+FFFD instead of raising UnicodeDecodeError halfway through detection.
-    connection.text_factory = _lenient_text
-    return connection
-
-
-def _lenient_text(value: bytes) -> str:
-    return value.decode("utf-8", errors="replace")
-
-
 def sqlite_table_names(path: Path) -> frozenset[str]:
     """The tables of a SQLite file; InputError when the file is corrupt or truncated."""
     try:
-        connection = open_sqlite_readonly(path)
+        # Names in a damaged (or hostile) file may be invalid UTF-8: U+FFFD, not an error.
+        connection = open_read_only(path)
         try:
             rows = connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
             names = frozenset(row[0] for row in rows)

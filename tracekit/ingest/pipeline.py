@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tracekit import __version__
 from tracekit.errors import InputError
-from tracekit.ingest.bulk import BulkCopier, source_uri
+from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
 from tracekit.ingest.detect import detect_file
 from tracekit.ingest.identity import (
@@ -47,6 +47,7 @@ from tracekit.store.counts import record_counts
 from tracekit.store.db import Store
 from tracekit.store.failures import first_line, is_driver_error
 from tracekit.store.schema import Run
+from tracekit.store.sqlite_files import read_only_uri
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
 SQLITE_SOURCE_READERS = {"nsys_sqlite"}
@@ -128,7 +129,7 @@ def _ingest_transaction(
     copy (measured: tests/benchmarks/README.md); the tests check ``PRAGMA foreign_key_check``
     after an ingest.
     """
-    attach = {"src": source_uri(source)} if source is not None else None
+    attach = {"src": read_only_uri(source)} if source is not None else None
     with store.begin(enforce_foreign_keys=False, attach=attach) as connection:
         copier = BulkCopier(connection, source) if source is not None else None
         try:

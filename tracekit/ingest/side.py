@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from tracekit.ingest.bulk import source_uri
+from tracekit.store.sqlite_files import lenient_text, read_only_uri
 
 T = TypeVar("T")
 
@@ -53,13 +53,13 @@ class SideWork:
                 # instead of growing the process (":memory:" would keep them in RAM).
                 connection = sqlite3.connect("", isolation_level=None,
                                              check_same_thread=False)
-                connection.text_factory = lambda value: value.decode("utf-8", "replace")
+                connection.text_factory = lenient_text
                 connection.execute(f"PRAGMA cache_size = -{self._cache_kib}")
                 connection.execute("PRAGMA temp_store = FILE")
                 # Scratch only: nothing here needs to survive a crash.
                 connection.execute("PRAGMA journal_mode = OFF")
                 connection.execute("PRAGMA synchronous = OFF")
-                connection.execute("ATTACH DATABASE ? AS src", (source_uri(self._source),))
+                connection.execute("ATTACH DATABASE ? AS src", (read_only_uri(self._source),))
                 self._connection = connection
             connection = self._connection
         return job(connection)

@@ -17,10 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from tracekit.errors import InputError
-from tracekit.ingest.bulk import insert_rows
-
-CHUNK_ROWS = 50_000
-
+from tracekit.ingest.bulk import CHUNK_ROWS, insert_rows
 
 #: the key column of a numbered stage table: the row's position in the order rows were added
 ROW_NUMBER = "row_no"

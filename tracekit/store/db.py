@@ -6,7 +6,6 @@ WAL mode with a busy timeout so several ``tracekit analyze`` processes can write
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -21,6 +20,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from tracekit.errors import StoreError, StoreSchemaMismatch
 from tracekit.store.failures import first_line, store_write_error
+from tracekit.store.sqlite_files import lenient_text, read_only_uri
 
 ENV_VAR = "TRACEKIT_STORE"
 DEFAULT_FILE = "tracekit.db"
@@ -230,15 +230,12 @@ def sqlite_file(database: str | None) -> Path | None:
     return Path(database)
 
 
-#: Text read back from a SQLite store: traces may hold invalid UTF-8 (copied verbatim by
-#: INSERT … SELECT); decode it with U+FFFD instead of failing every later read of the run.
-_decode_text = functools.partial(str, encoding="utf-8", errors="replace")
-
-
 def _sqlite_pragmas(dbapi_connection: sqlite3.Connection, _record: object) -> None:
     # The stdlib driver's implicit transactions fight BEGIN IMMEDIATE; take control of them.
     dbapi_connection.isolation_level = None
-    dbapi_connection.text_factory = _decode_text
+    # Traces may hold invalid UTF-8 (copied verbatim by INSERT … SELECT): U+FFFD instead of
+    # failing every later read of the run.
+    dbapi_connection.text_factory = lenient_text
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys = ON")
@@ -274,11 +271,10 @@ def _sqlite_engine(url: str, path: Path | None, *, write: bool) -> Engine:
     """A SQLite engine; readers open the file with ``mode=ro`` so they can never write it."""
     connect_args: dict[str, object] = {"timeout": BUSY_TIMEOUT_MS / 1000}
     if path is not None and not write:
-        url = f"sqlite:///{path.absolute().as_uri()}?mode=ro&uri=true"
-        if not os.access(path.parent, os.W_OK):
-            # A WAL store needs its -shm file, which a reader cannot create in a read-only
-            # folder; nobody can be writing there, so read the file as immutable.
-            url += "&immutable=1"
+        # A WAL store needs its -shm file, which a reader cannot create in a read-only
+        # folder; nobody can be writing there, so read the file as immutable.
+        immutable = not os.access(path.parent, os.W_OK)
+        url = f"sqlite:///{read_only_uri(path, immutable=immutable)}&uri=true"
     engine = create_engine(url, connect_args=connect_args)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine

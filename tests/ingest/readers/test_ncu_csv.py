@@ -163,6 +163,7 @@ def test_ncu_rep_without_ncu_is_a_clear_error(tmp_path, monkeypatch):
     report.write_bytes(b"NVIDIA Nsight Compute report\x00\x01")
     monkeypatch.delenv("TRACEKIT_NCU", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("tracekit.ingest.convert.NCU_FALLBACKS", ())
     analyze_bad(tmp_path, report, "needs Nsight Compute (ncu)")
 
 

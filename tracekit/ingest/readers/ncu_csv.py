@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,13 +29,12 @@ from typing import Any
 
 from sqlalchemy import text
 
-from tracekit.errors import InputError, ToolNotFound
+from tracekit.errors import InputError
+from tracekit.ingest.convert import ncu_rep_to_csv
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.spec import NcuCsvMapping
 from tracekit.ingest.staging import StageTable, write_rows
 
-NCU_ENV = "TRACEKIT_NCU"
-IMPORT_TIMEOUT_S = 1800
 _TUPLE = re.compile(r"^\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?$")
 
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -49,44 +45,6 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "tk_ncu_metric": (("launch_index", "BIGINT"), ("name_key", "BIGINT"), ("metric", "TEXT"),
                       ("unit", "TEXT"), ("value", "DOUBLE PRECISION"), ("text_value", "TEXT")),
 }
-
-
-def find_ncu() -> Path | None:
-    """The ncu executable: ``$TRACEKIT_NCU``, then PATH."""
-    configured = os.environ.get(NCU_ENV)
-    if configured:
-        return Path(configured)
-    found = shutil.which("ncu")
-    return Path(found) if found else None
-
-
-def ncu_rep_to_csv(report: Path, work_dir: Path) -> Path:
-    """``ncu --import REPORT --csv --page raw`` into ``work_dir``; ToolNotFound without ncu."""
-    ncu = find_ncu()
-    if ncu is None:
-        raise ToolNotFound(
-            f"{report}: reading an .ncu-rep needs Nsight Compute (ncu), which is not installed",
-            hint="install Nsight Compute, or run `ncu --import FILE --csv --page raw > FILE.csv` "
-                 "where it is installed and pass the CSV")
-    output = work_dir / (report.name.removesuffix(".ncu-rep") + ".csv")
-    try:
-        with output.open("w", encoding="utf-8") as sink:
-            completed = subprocess.run(
-                [str(ncu), "--import", str(report), "--csv", "--page", "raw"],
-                stdout=sink, stderr=subprocess.PIPE, text=True, timeout=IMPORT_TIMEOUT_S,
-                check=False)
-    except subprocess.TimeoutExpired:
-        raise InputError(f"{report}: ncu --import did not finish in {IMPORT_TIMEOUT_S} s"
-                         ) from None
-    except OSError as exc:
-        raise ToolNotFound(f"{report}: cannot run {ncu} ({exc.strerror})") from None
-    if completed.returncode != 0:
-        detail = (completed.stderr or "").strip().splitlines()
-        last = detail[-1] if detail else f"exit code {completed.returncode}"
-        raise InputError(f"{report}: ncu --import failed: {last[:300]}",
-                         hint="a report opens only with an ncu at least as new as the one "
-                              "that wrote it")
-    return output
 
 
 def parse_value(raw: str) -> tuple[float | None, str | None]:
