@@ -68,9 +68,9 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _rules(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.classifier.testing import check_examples
+    from tracekit.classifier.testing import check_rule_examples
 
-    count, failures = check_examples(ruleset, {path.stem})
+    count, failures = check_rule_examples(ruleset, {path.stem})
     result.examples += count
     result.failures.extend(str(f) for f in failures)
     result.failed = len({(f.rule, f.index) for f in failures})
@@ -126,11 +126,11 @@ def _truncation(result: TableResult, path: Path, ruleset: Any) -> None:
 
 
 def _phase_markers(result: TableResult, path: Path, ruleset: Any) -> None:
-    from tracekit.phases.markers import check_examples, parse_marker_file
+    from tracekit.phases.markers import check_marker_examples, parse_marker_file
 
     markers = parse_marker_file(path.read_text(encoding="utf-8"), str(path))
     result.examples += sum(len(m.matches) + len(m.no_match) for m in markers.markers)
-    result.failures.extend(check_examples(markers))
+    result.failures.extend(check_marker_examples(markers))
 
 
 def _phase_heuristics(result: TableResult, path: Path, ruleset: Any) -> None:

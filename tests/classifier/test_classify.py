@@ -252,7 +252,7 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
     names = [NVJET, MOE, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64"]
     with engine.begin() as conn:
         conn.execute(
-            sa.insert(schema.Run.__table__),
+            sa.insert(schema.RunRow.__table__),
             [
                 {
                     "id": 1,
@@ -265,14 +265,15 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
             ],
         )
         conn.execute(
-            sa.insert(schema.Device.__table__), [{"run_id": 1, "device_index": 0, "arch": "sm90"}]
+            sa.insert(schema.DeviceRow.__table__),
+            [{"run_id": 1, "device_index": 0, "arch": "sm90"}],
         )
         conn.execute(
-            sa.insert(schema.KernelName.__table__),
+            sa.insert(schema.KernelNameRow.__table__),
             [{"id": i + 1, "run_id": 1, "source_key": i, "name": n} for i, n in enumerate(names)],
         )
         conn.execute(
-            sa.insert(schema.Kernel.__table__),
+            sa.insert(schema.KernelRow.__table__),
             [
                 {"run_id": 1, "name_id": 1, "start_ns": 0, "end_ns": 1, "external_id": 7,
                  "cpu_op_id": 1},
@@ -281,7 +282,7 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
             ],
         )
         conn.execute(
-            sa.insert(schema.CpuOp.__table__),
+            sa.insert(schema.CpuOpRow.__table__),
             [
                 {
                     "id": 1,
@@ -307,10 +308,10 @@ def test_classify_run_writes_one_row_per_unique_name_with_op_evidence():
         assert classify_run(conn, 1, RULESET) == 3  # re-running replaces, never duplicates
         rows = conn.execute(
             sa.select(
-                schema.Classification.name_id,
-                schema.Classification.path,
-                schema.Classification.evidence,
-            ).order_by(schema.Classification.name_id)
+                schema.ClassificationRow.name_id,
+                schema.ClassificationRow.path,
+                schema.ClassificationRow.evidence,
+            ).order_by(schema.ClassificationRow.name_id)
         ).all()
     assert [tuple(r) for r in rows] == [
         (1, "bf16", "name"),

@@ -27,15 +27,15 @@ from tracekit.gpus import parse_gpu
 from tracekit.run_gpu import settle_run_gpu
 from tracekit.store.db import Store
 from tracekit.store.schema import (
-    Classification,
-    Device,
-    KernelName,
-    NvtxRange,
-    Run,
-    Step,
+    ClassificationRow,
+    DeviceRow,
+    FindingRow,
+    KernelNameRow,
+    KernelRow,
+    NvtxRangeRow,
+    RunRow,
+    StepRow,
 )
-from tracekit.store.schema import Finding as FindingRow
-from tracekit.store.schema import Kernel as KernelRow
 
 CHECKPOINTS = paths.CHECKPOINTS
 
@@ -103,7 +103,7 @@ def make_run(
     """Insert a run with the given kernels (each split into 4 records per phase)."""
     with store.begin() as conn:
         run_id = conn.execute(
-            Run.__table__.insert().values(
+            RunRow.__table__.insert().values(
                 source_path="fake.sqlite",
                 sha256=f"{next(_RUN_SEQ):064x}",
                 format="nsys-sqlite",
@@ -113,7 +113,7 @@ def make_run(
         ).inserted_primary_key[0]
         if device is not None:
             conn.execute(
-                Device.__table__.insert().values(
+                DeviceRow.__table__.insert().values(
                     run_id=run_id,
                     device_index=0,
                     name=device[0],
@@ -125,12 +125,12 @@ def make_run(
         t = 0
         for key, kernel in enumerate(kernels):
             name_id = conn.execute(
-                KernelName.__table__.insert().values(
+                KernelNameRow.__table__.insert().values(
                     run_id=run_id, source_key=key, name=kernel.name
                 )
             ).inserted_primary_key[0]
             conn.execute(
-                Classification.__table__.insert().values(
+                ClassificationRow.__table__.insert().values(
                     run_id=run_id,
                     name_id=name_id,
                     op=kernel.op,
@@ -160,19 +160,20 @@ def make_run(
             conn.execute(KernelRow.__table__.insert(), records)
         for i in range(marker_steps):
             conn.execute(
-                Step.__table__.insert().values(
+                StepRow.__table__.insert().values(
                     run_id=run_id, phase="decode", source="marker", start_ns=i, end_ns=i + 1
                 )
             )
         for i in range(heuristic_steps):
             conn.execute(
-                Step.__table__.insert().values(
+                StepRow.__table__.insert().values(
                     run_id=run_id, phase="decode", source="heuristic", start_ns=i, end_ns=i + 1
                 )
             )
         for kind, text in nvtx:
             conn.execute(
-                NvtxRange.__table__.insert().values(run_id=run_id, kind=kind, start_ns=0, text=text)
+                NvtxRangeRow.__table__.insert().values(run_id=run_id, kind=kind, start_ns=0,
+                                                       text=text)
             )
     return run_id
 
@@ -187,7 +188,7 @@ def judge(store: Store, run_id: int, declaration: Declaration | None = None,  # 
                        kwargs.get("log_evidence", ()))
         findings = evaluate_run(conn, run_id, declaration=declaration, **kwargs)
     with store.connect() as conn:
-        verdict = conn.execute(select(Run.verdict).where(Run.id == run_id)).scalar_one()
+        verdict = conn.execute(select(RunRow.verdict).where(RunRow.id == run_id)).scalar_one()
     return findings, verdict
 
 

@@ -24,7 +24,7 @@ from tracekit.classifier.stage import classify_run
 from tracekit.ingest.pipeline import ingest
 from tracekit.phases.heuristics import load_signals
 from tracekit.phases.ingest_time import IngestTimeSteps
-from tracekit.phases.markers import check_examples, load_markers, parse_marker_file
+from tracekit.phases.markers import check_marker_examples, load_markers, parse_marker_file
 from tracekit.phases.report import PhaseReport
 from tracekit.phases.stage import attribute_phases
 from tracekit.report.document import kernels, phase_attribution, phases
@@ -195,7 +195,7 @@ def step_counts(store: Store, run_id: int) -> dict[tuple[str, str], int]:
 # --- marker rules ------------------------------------------------------------------------
 
 def test_marker_examples_hold() -> None:
-    assert check_examples(load_markers()) == []
+    assert check_marker_examples(load_markers()) == []
 
 
 def test_every_marker_example_passes_its_sql_prefilter() -> None:
@@ -223,7 +223,7 @@ def test_a_broken_example_is_reported() -> None:
         '[[marker]]\nid="x"\nengine="e"\nprefilter="x%"\ncite="c"\n'
         "pattern='x(?P<prefill_tokens>\\d+)'\nno_match=['x1']\n"
         '[[marker.match]]\ntext="x5"\nphase="decode"\n')
-    problems = check_examples(markers)
+    problems = check_marker_examples(markers)
     assert any("phase='prefill'" in p for p in problems)
     assert any("must not match" in p for p in problems)
 

@@ -21,8 +21,7 @@ from tracekit.classifier import classify_name, classify_names
 from tracekit.classifier.model import NameEvidence, RuleSet
 from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
-from tracekit.store.schema import Classification as ClassificationRow
-from tracekit.store.schema import KernelMetric, KernelName
+from tracekit.store.schema import ClassificationRow, KernelMetricRow, KernelNameRow
 
 
 def _op_dtypes(connection: Connection, run_id: int
@@ -79,9 +78,10 @@ def _parse_types(raw: str) -> tuple[str, ...]:
 def _counters(connection: Connection, run_id: int) -> dict[int, dict[str, float]]:
     """name_id -> {metric: summed value} from Nsight Compute rows."""
     query = (
-        sa.select(KernelMetric.name_id, KernelMetric.metric, sa.func.sum(KernelMetric.value))
-        .where(KernelMetric.run_id == run_id, KernelMetric.value.is_not(None))
-        .group_by(KernelMetric.name_id, KernelMetric.metric)
+        sa.select(KernelMetricRow.name_id, KernelMetricRow.metric,
+                  sa.func.sum(KernelMetricRow.value))
+        .where(KernelMetricRow.run_id == run_id, KernelMetricRow.value.is_not(None))
+        .group_by(KernelMetricRow.name_id, KernelMetricRow.metric)
     )
     out: dict[int, dict[str, float]] = defaultdict(dict)
     for name_id, metric, value in connection.execute(query):
@@ -99,8 +99,8 @@ def classify_run(
     it (``runs.arch``, ``tracekit.run_gpu``); ``arch`` replaces it (tests, tools).
     """
     names = connection.execute(
-        sa.select(KernelName.id, KernelName.name, KernelName.mangled_name).where(
-            KernelName.run_id == run_id
+        sa.select(KernelNameRow.id, KernelNameRow.name, KernelNameRow.mangled_name).where(
+            KernelNameRow.run_id == run_id
         )
     ).all()
     arch = arch or stored_run_gpu(connection, run_id).arch

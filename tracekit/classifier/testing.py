@@ -94,7 +94,7 @@ def iter_examples(
                 yield rule, index, example
 
 
-def check_examples(
+def check_rule_examples(
     ruleset: RuleSet, rule_ids: set[str] | None = None
 ) -> tuple[int, list[ExampleFailure]]:
     """Run every example; returns (examples checked, failures)."""

@@ -26,15 +26,15 @@ from tracekit.findings.verdict import verdict_sentences
 from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import (
-    Classification,
-    Device,
-    KernelGroup,
-    KernelName,
-    NvtxRange,
-    Run,
-    Step,
+    ClassificationRow,
+    DeviceRow,
+    FindingRow,
+    KernelGroupRow,
+    KernelNameRow,
+    NvtxRangeRow,
+    RunRow,
+    StepRow,
 )
-from tracekit.store.schema import Finding as FindingRow
 from tracekit.vocabulary import GEMM_OPS
 
 # Type words that, in an attention kernel's name, mean it reads a quantized KV cache
@@ -82,7 +82,7 @@ def evaluate_run(
                 for f in findings
             ],
         )
-    connection.execute(update(Run).where(Run.id == run_id).values(verdict=verdict))
+    connection.execute(update(RunRow).where(RunRow.id == run_id).values(verdict=verdict))
     return findings
 
 
@@ -121,7 +121,7 @@ def build_context(
 
 def _ambiguous_links(connection: Connection, run_id: int) -> dict[str, int]:
     """What the ingest counted of ids naming several launches or ops (run meta)."""
-    meta = connection.execute(select(Run.meta_json).where(Run.id == run_id)).scalar()
+    meta = connection.execute(select(RunRow.meta_json).where(RunRow.id == run_id)).scalar()
     try:
         links = json.loads(meta or "{}").get("ambiguous_links") or {}
     except (ValueError, AttributeError):
@@ -152,32 +152,33 @@ def _name_groups(connection: Connection, run_id: int) -> list[_NameGroup]:
     """
     per_name = (
         select(
-            KernelGroup.name_id,
-            KernelGroup.device,
-            KernelGroup.phase,
-            func.sum(KernelGroup.total_ns).label("ns"),
+            KernelGroupRow.name_id,
+            KernelGroupRow.device,
+            KernelGroupRow.phase,
+            func.sum(KernelGroupRow.total_ns).label("ns"),
         )
-        .where(KernelGroup.run_id == run_id)
-        .group_by(KernelGroup.name_id, KernelGroup.device, KernelGroup.phase)
+        .where(KernelGroupRow.run_id == run_id)
+        .group_by(KernelGroupRow.name_id, KernelGroupRow.device, KernelGroupRow.phase)
         .subquery()
     )
     query = (
         select(
-            KernelName.name,
+            KernelNameRow.name,
             per_name.c.device,
             per_name.c.phase,
             per_name.c.ns,
-            Classification.op,
-            Classification.path,
-            Classification.library,
-            Classification.weights,
-            Classification.activations,
+            ClassificationRow.op,
+            ClassificationRow.path,
+            ClassificationRow.library,
+            ClassificationRow.weights,
+            ClassificationRow.activations,
         )
         .select_from(per_name)
-        .join(KernelName, KernelName.id == per_name.c.name_id)
+        .join(KernelNameRow, KernelNameRow.id == per_name.c.name_id)
         .outerjoin(
-            Classification,
-            and_(Classification.run_id == run_id, Classification.name_id == per_name.c.name_id),
+            ClassificationRow,
+            and_(ClassificationRow.run_id == run_id,
+                 ClassificationRow.name_id == per_name.c.name_id),
         )
     )
     return [
@@ -253,15 +254,16 @@ def _kernel_times(
 def _device_archs(connection: Connection, run_id: int) -> dict[int, str]:
     """Device index → its architecture, as the analysis settled it (``tracekit.run_gpu``)."""
     rows = connection.execute(
-        select(Device.device_index, Device.arch)
-        .where(Device.run_id == run_id, Device.arch.is_not(None))
+        select(DeviceRow.device_index, DeviceRow.arch)
+        .where(DeviceRow.run_id == run_id, DeviceRow.arch.is_not(None))
     ).all()
     return {int(index): str(arch) for index, arch in rows}
 
 
 def _step_counts(connection: Connection, run_id: int) -> tuple[int, int]:
     rows = connection.execute(
-        select(Step.source, func.count()).where(Step.run_id == run_id).group_by(Step.source)
+        select(StepRow.source, func.count()).where(StepRow.run_id == run_id)
+        .group_by(StepRow.source)
     ).all()
     counts = {source: int(count) for source, count in rows}
     return counts.get("marker", 0), sum(c for s, c in counts.items() if s != "marker")
@@ -277,10 +279,10 @@ def _nvtx(connection: Connection, run_id: int) -> tuple[tuple[str, ...], int]:
     counts = run_counts(connection, run_id)
     domains: list[str] = []
     if counts["nvtx_domains"]:
-        domain_name = func.coalesce(NvtxRange.domain, NvtxRange.text)
+        domain_name = func.coalesce(NvtxRangeRow.domain, NvtxRangeRow.text)
         domains = list(connection.execute(
             select(domain_name)
-            .where(NvtxRange.run_id == run_id, NvtxRange.kind == "domain_create")
+            .where(NvtxRangeRow.run_id == run_id, NvtxRangeRow.kind == "domain_create")
             .group_by(domain_name)).scalars().all())
     return (tuple(str(d) for d in domains if d is not None),
             counts["nvtx_ranges"] + counts["nvtx_marks"])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, select
 
-from tracekit.store.schema import Run
+from tracekit.store.schema import RunRow
 
 HASH_CHUNK = 4 * 1024 * 1024
 
@@ -84,11 +84,11 @@ def stat_signature(paths: Sequence[Path]) -> str:
 
 def find_run(connection: Connection, sha256: str) -> int | None:
     """The id of the run already ingested from these exact bytes."""
-    return connection.execute(select(Run.id).where(Run.sha256 == sha256)).scalar()
+    return connection.execute(select(RunRow.id).where(RunRow.sha256 == sha256)).scalar()
 
 
 def find_run_by_stat(connection: Connection, source_path: str, signature: str) -> int | None:
     """The run made from ``source_path`` when its files had exactly ``signature``."""
     return connection.execute(
-        select(Run.id).where(Run.source_path == source_path, Run.source_stat == signature)
-        .order_by(Run.id.desc()).limit(1)).scalar()
+        select(RunRow.id).where(RunRow.source_path == source_path, RunRow.source_stat == signature)
+        .order_by(RunRow.id.desc()).limit(1)).scalar()

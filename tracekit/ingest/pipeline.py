@@ -46,7 +46,7 @@ from tracekit.ingest.spec import FormatSpec
 from tracekit.store.counts import record_counts
 from tracekit.store.db import Store
 from tracekit.store.failures import first_line, is_driver_error
-from tracekit.store.schema import Run
+from tracekit.store.schema import RunRow
 from tracekit.store.sqlite_files import read_only_uri
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
@@ -191,13 +191,13 @@ def _remember_signature(store: Store, run_id: int, origin: Origin) -> None:
     now, so that the next analysis of the unchanged file does not hash it again."""
     if origin.digest is None:
         return
-    stale = (Run.id == run_id, Run.source_path == origin.path, Run.sha256 == origin.digest,
-             (Run.source_stat != origin.signature) | Run.source_stat.is_(None))
+    stale = (RunRow.id == run_id, RunRow.source_path == origin.path, RunRow.sha256 == origin.digest,
+             (RunRow.source_stat != origin.signature) | RunRow.source_stat.is_(None))
     with store.connect() as connection:
-        if connection.execute(select(Run.id).where(*stale)).first() is None:
+        if connection.execute(select(RunRow.id).where(*stale)).first() is None:
             return
     with store.begin() as connection:
-        connection.execute(update(Run).where(*stale).values(source_stat=origin.signature))
+        connection.execute(update(RunRow).where(*stale).values(source_stat=origin.signature))
 
 
 @dataclass
@@ -227,7 +227,7 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
     try:
         with _ingest_transaction(store, source) as (connection, copier):
             # Until the hash is known the run holds a placeholder (unique, like the hash).
-            run_id = connection.execute(insert(Run).values(
+            run_id = connection.execute(insert(RunRow).values(
                 source_path=origin.path, sha256=origin.digest or f"pending-{uuid.uuid4().hex}",
                 source_stat=origin.signature, format=spec.id, producer=spec.producer,
                 tracekit_version=__version__, created_at=dt.datetime.now(dt.timezone.utc),
@@ -240,7 +240,7 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
             if copier is not None:
                 ctx.copier = copier
             info = reader.ingest(ctx)
-            connection.execute(update(Run).where(Run.id == run_id).values(
+            connection.execute(update(RunRow).where(RunRow.id == run_id).values(
                 producer=info.producer or spec.producer,
                 producer_version=info.producer_version,
                 schema_version=info.schema_version, meta_json=info.meta_json))
@@ -251,7 +251,7 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
                 existing = find_run(connection, origin.digest)
                 if existing is not None:
                     raise _AlreadyStored(existing)
-                connection.execute(update(Run).where(Run.id == run_id).values(
+                connection.execute(update(RunRow).where(RunRow.id == run_id).values(
                     sha256=origin.digest))
     except _AlreadyStored as stored:
         return IngestResult(stored.run_id, True, spec.id)

@@ -194,7 +194,7 @@ def load_markers(path: Path | None = None) -> MarkerSet:
     return parse_marker_file(table.text, table.name)
 
 
-def check_examples(markers: MarkerSet) -> list[str]:
+def check_marker_examples(markers: MarkerSet) -> list[str]:
     """Every example failure, as one line each (empty when all examples hold).
 
     A ``match`` example must be recognized by its own entry — not only by an earlier one —

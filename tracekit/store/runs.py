@@ -21,7 +21,7 @@ from sqlalchemy import Connection, delete, func, select
 
 from tracekit.errors import StoreError
 from tracekit.store.db import Store
-from tracekit.store.schema import Base, Kernel, Run, RunCount
+from tracekit.store.schema import Base, KernelRow, RunCountRow, RunRow
 
 
 @dataclass(frozen=True)
@@ -54,16 +54,16 @@ def first_sentence(verdict: str | None) -> str | None:
 def list_runs(connection: Connection) -> list[RunSummary]:
     """Every run, oldest first."""
     rows = connection.execute(select(
-        Run.id, Run.created_at, Run.source_path, Run.format, Run.gpu, Run.engine,
-        Run.model_label, Run.label, Run.verdict).order_by(Run.id)).all()
+        RunRow.id, RunRow.created_at, RunRow.source_path, RunRow.format, RunRow.gpu, RunRow.engine,
+        RunRow.model_label, RunRow.label, RunRow.verdict).order_by(RunRow.id)).all()
     counted = dict(connection.execute(
-        select(RunCount.run_id, RunCount.count).where(RunCount.name == "kernels")).all())
+        select(RunCountRow.run_id, RunCountRow.count).where(RunCountRow.name == "kernels")).all())
     summaries = []
     for row in rows:
         kernels = counted.get(row.id)
         if kernels is None:
             kernels = connection.execute(
-                select(func.count()).select_from(Kernel).where(Kernel.run_id == row.id)
+                select(func.count()).select_from(KernelRow).where(KernelRow.run_id == row.id)
             ).scalar_one()
         created = row.created_at.isoformat(timespec="seconds") if row.created_at else ""
         summaries.append(RunSummary(
@@ -81,7 +81,7 @@ def delete_runs(store: Store, run_ids: Sequence[int]) -> list[int]:
     """Delete whole runs; all ids must exist (else nothing is deleted). Returns the ids."""
     ids = sorted(set(run_ids))
     with store.begin(enforce_foreign_keys=False) as connection:
-        found = set(connection.execute(select(Run.id).where(Run.id.in_(ids))).scalars())
+        found = set(connection.execute(select(RunRow.id).where(RunRow.id.in_(ids))).scalars())
         missing = [run_id for run_id in ids if run_id not in found]
         if missing:
             raise UnknownRun(f"no run {', '.join(map(str, missing))} in store",
@@ -89,5 +89,5 @@ def delete_runs(store: Store, run_ids: Sequence[int]) -> list[int]:
         for table in reversed(Base.metadata.sorted_tables):
             if table.name != "runs" and "run_id" in table.c:
                 connection.execute(delete(table).where(table.c.run_id.in_(ids)))
-        connection.execute(delete(Run).where(Run.id.in_(ids)))
+        connection.execute(delete(RunRow).where(RunRow.id.in_(ids)))
     return ids

@@ -75,7 +75,7 @@ def _run_fk() -> Mapped[int]:
     return mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
 
 
-class Run(Base):
+class RunRow(Base):
     """One analyzed capture: a trace file, or a folder of per-rank files."""
 
     __tablename__ = "runs"
@@ -108,7 +108,7 @@ class Run(Base):
     source_stat: Mapped[str | None] = mapped_column(Text)
 
 
-class RunCount(Base):
+class RunCountRow(Base):
     """How many records of one kind a run holds, counted once when it was ingested.
 
     The document, the findings and ``tracekit runs`` read these instead of counting a
@@ -123,7 +123,7 @@ class RunCount(Base):
     count: Mapped[int] = mapped_column(BigInteger)
 
 
-class Device(Base):
+class DeviceRow(Base):
     """A GPU as the trace saw it. ``device_index`` is what kernel records call it."""
 
     __tablename__ = "devices"
@@ -142,7 +142,7 @@ class Device(Base):
     arch_source: Mapped[str | None] = mapped_column(String(32))
 
 
-class Process(Base):
+class ProcessRow(Base):
     """A profiled process (``globalPid`` in nsys, ``pid`` in Kineto)."""
 
     __tablename__ = "processes"
@@ -155,7 +155,7 @@ class Process(Base):
     name: Mapped[str | None] = mapped_column(Text)
 
 
-class Thread(Base):
+class ThreadRow(Base):
     """A CPU thread, with its name where the trace has one (e.g. ``VLLM::EngineCore``)."""
 
     __tablename__ = "threads"
@@ -169,7 +169,7 @@ class Thread(Base):
     name: Mapped[str | None] = mapped_column(Text)
 
 
-class KernelName(Base):
+class KernelNameRow(Base):
     """One unique kernel name in a run; classification works on these, not on records."""
 
     __tablename__ = "kernel_names"
@@ -183,7 +183,7 @@ class KernelName(Base):
     mangled_name: Mapped[str | None] = mapped_column(Text)
 
 
-class Kernel(Base):
+class KernelRow(Base):
     """One kernel execution on the GPU, with its launch (thread, CPU time) when known.
 
     The only secondary index is ``run_id`` (PostgreSQL also has ``name_id``, for deletes:
@@ -229,7 +229,7 @@ class Kernel(Base):
     cpu_op_id: Mapped[int | None] = mapped_column(BigInteger)
 
 
-class MemoryOp(Base):
+class MemoryOpRow(Base):
     """A memcpy or memset on the GPU."""
 
     __tablename__ = "memory_ops"
@@ -246,7 +246,7 @@ class MemoryOp(Base):
     global_pid: Mapped[int | None] = mapped_column(BigInteger)
 
 
-class ApiName(Base):
+class ApiNameRow(Base):
     """One unique runtime/driver API name in a run (``cudaLaunchKernel_v7000`` …)."""
 
     __tablename__ = "api_names"
@@ -258,7 +258,7 @@ class ApiName(Base):
     name: Mapped[str] = mapped_column(Text)
 
 
-class RuntimeCall(Base):
+class RuntimeCallRow(Base):
     """A CUDA runtime or driver API call on a CPU thread."""
 
     __tablename__ = "runtime_calls"
@@ -274,7 +274,7 @@ class RuntimeCall(Base):
     global_pid: Mapped[int | None] = mapped_column(BigInteger)
 
 
-class NvtxRange(Base):
+class NvtxRangeRow(Base):
     """An NVTX event: push/pop or start/end range, mark, or domain creation (``kind``).
 
     Torch-trace ``user_annotation`` events land here too, so phase markers are found the
@@ -304,7 +304,7 @@ class NvtxRange(Base):
     global_pid: Mapped[int | None] = mapped_column(BigInteger)
 
 
-class CpuOp(Base):
+class CpuOpRow(Base):
     """A framework op (torch ``cpu_op``) with its input types and shapes, when recorded."""
 
     __tablename__ = "cpu_ops"
@@ -322,7 +322,7 @@ class CpuOp(Base):
     input_dims: Mapped[str | None] = mapped_column(Text)
 
 
-class KernelMetric(Base):
+class KernelMetricRow(Base):
     """A hardware counter for one profiled kernel launch (Nsight Compute), long format."""
 
     __tablename__ = "kernel_metrics"
@@ -337,7 +337,7 @@ class KernelMetric(Base):
     text_value: Mapped[str | None] = mapped_column(Text)
 
 
-class Step(Base):
+class StepRow(Base):
     """An engine step (prefill / decode / mixed) from a marker or a heuristic."""
 
     __tablename__ = "steps"
@@ -361,7 +361,7 @@ class Step(Base):
     decode_requests: Mapped[int | None] = mapped_column(Integer)
 
 
-class Classification(Base):
+class ClassificationRow(Base):
     """What one unique kernel name computes, and the evidence that decided it."""
 
     __tablename__ = "classifications"
@@ -382,7 +382,7 @@ class Classification(Base):
     reason: Mapped[str | None] = mapped_column(Text)
 
 
-class Finding(Base):
+class FindingRow(Base):
     """A verdict item: expected vs observed datatype path, markers lost, and the like."""
 
     __tablename__ = "findings"
@@ -397,7 +397,7 @@ class Finding(Base):
     evidence_json: Mapped[str | None] = mapped_column(Text)
 
 
-class KernelGroup(Base):
+class KernelGroupRow(Base):
     """Kernel records summed per (name, device, launching thread, phase): the one pass over
     a run's millions of records that the findings and every report read afterwards.
 
