@@ -34,6 +34,8 @@ from tracekit.roofline.model import Roof, roof_for  # noqa: E402
 from tracekit.roofline.section import roofline_records, roofline_section  # noqa: E402
 from tracekit.roofline.work import Unknown, Work, op_work  # noqa: E402
 from tracekit.store import open_store  # noqa: E402
+from tracekit.store.sql import text_with_lists  # noqa: E402
+from tracekit.vocabulary import GEMM_OPS  # noqa: E402
 
 CHECKPOINTS = paths.CHECKPOINTS
 NVFP4_W4A4 = CHECKPOINTS / "ct-nvfp4-w4a4.config.json"
@@ -443,7 +445,8 @@ def test_unknown_gpu_product_abstains_with_the_reason(tmp_path: Path) -> None:
 def test_shape_query_scans_kernels_and_looks_ops_up_by_key(fallback_run: dict[str, Any]) -> None:
     with fallback_run["store"].connect() as connection:
         plan = [row[-1] for row in connection.execute(
-            text("EXPLAIN QUERY PLAN " + SHAPES_SQL), {"run_id": fallback_run["run_id"]})]
+            text_with_lists("EXPLAIN QUERY PLAN " + SHAPES_SQL, gemm_ops=GEMM_OPS),
+            {"run_id": fallback_run["run_id"]})]
     joined = " | ".join(plan)
     # the kernels are the outer loop (the run's rows through its index); the classification
     # and the op are keyed lookups per kernel, never scans

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from tracekit.api.columns import VOCABULARY
 from tracekit.api.frames import Column, frame_of, read_columns, records_frame
@@ -23,9 +23,8 @@ from tracekit.errors import UsageError
 from tracekit.report.document import GEMM_OPS, PHASES
 from tracekit.store.db import Store
 from tracekit.store.runs import RunSummary
+from tracekit.store.sql import text_with_lists
 from tracekit.vocabulary import SEVERITIES
-
-_GEMM_OPS_SQL = ", ".join(f"'{op}'" for op in GEMM_OPS)
 
 
 def _category(values: Sequence[Any], vocabulary: Sequence[str]) -> pd.Categorical:
@@ -77,12 +76,12 @@ def gemm_paths(connection: Connection, run_id: int, by: str | Sequence[str] | No
     keys = _by_columns(by)
     expressions = {"phase": "COALESCE(g.phase, 'unattributed')", "device": "g.device"}
     group = [expressions[key] for key in keys]
-    rows = connection.execute(text(
+    rows = connection.execute(text_with_lists(
         "SELECT " + "".join(f"{expression}, " for expression in group)
         + "COALESCE(c.path, 'unknown'), SUM(g.count), SUM(g.total_ns) FROM kernel_groups g "
         "JOIN classifications c ON c.run_id = g.run_id AND c.name_id = g.name_id "
-        f"WHERE g.run_id = :run_id AND c.op IN ({_GEMM_OPS_SQL}) "
-        "GROUP BY " + ", ".join([*group, "COALESCE(c.path, 'unknown')"])),
+        "WHERE g.run_id = :run_id AND c.op IN :gemm_ops "
+        "GROUP BY " + ", ".join([*group, "COALESCE(c.path, 'unknown')"]), gemm_ops=GEMM_OPS),
         {"run_id": run_id}).all()
     records = [dict(zip([*keys, "path", "count", "time_ns"], row, strict=True)) for row in rows]
     totals: dict[tuple[Any, ...], int] = {}

@@ -21,6 +21,7 @@ from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
 from tracekit.phases.report import PhaseReport
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import NVTX_RANGE_KINDS
+from tracekit.store.sql import text_with_lists
 
 if TYPE_CHECKING:
     from tracekit.phases.ingest_time import IngestTimeSteps
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 #: SQL list of the nvtx_ranges kinds a step's CPU range can have: not marks, not domain
 #: bookkeeping, not the GPU-side copies of torch annotations (``gpu_user_annotation`` →
 #: ``gpu_range``; the CPU one is the step).
-_RANGE_KINDS_SQL = ", ".join(f"'{kind}'" for kind in NVTX_RANGE_KINDS)
 
 
 def attribute_phases(connection: Connection, run_id: int,
@@ -85,10 +85,10 @@ def marker_texts(connection: Connection, run_id: int, markers: MarkerSet) -> dic
     for index, like in enumerate(likes):
         params[f"like{index}"] = like
         clauses.append(f"text LIKE :like{index}")
-    rows = connection.execute(text(
-        f"SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id "
-        f"AND kind IN ({_RANGE_KINDS_SQL}) AND text IS NOT NULL "
-        f"AND ({' OR '.join(clauses)})"), params)
+    rows = connection.execute(text_with_lists(
+        "SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id "
+        "AND kind IN :range_kinds AND text IS NOT NULL "
+        f"AND ({' OR '.join(clauses)})", range_kinds=NVTX_RANGE_KINDS), params)
     return markers.parse_all(row[0] for row in rows)
 
 
@@ -105,9 +105,10 @@ def prepare_steps(connection: Connection, run_id: int, infos: dict[str, StepInfo
     later — when there are no step markers, or when a marker range was never closed (its
     end is the end of the capture, unknown until kernels are in).
     """
-    if not infos or connection.execute(text(
+    if not infos or connection.execute(text_with_lists(
             "SELECT 1 FROM nvtx_ranges WHERE run_id = :run_id AND end_ns IS NULL "
-            f"AND kind IN ({_RANGE_KINDS_SQL}) LIMIT 1"), {"run_id": run_id}).first():
+            "AND kind IN :range_kinds LIMIT 1", range_kinds=NVTX_RANGE_KINDS),
+            {"run_id": run_id}).first():
         return False
     _load_marker_table(connection, infos)
     _insert_marker_steps(connection, run_id, {"run_id": run_id, "run_end": None})
@@ -120,10 +121,11 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
                   kernels_attributed: bool = False) -> PhaseReport:
     _load_marker_table(connection, infos)
     params = {"run_id": run_id, "run_end": _capture_end(connection, run_id)}
-    marker_ranges, step_ranges = connection.execute(text(
-        f"SELECT COUNT(*), SUM(CASE WHEN m.phase <> 'idle' THEN 1 ELSE 0 END) "
-        f"FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
-        f"WHERE n.run_id = :run_id AND n.kind IN ({_RANGE_KINDS_SQL})"), params).one()
+    marker_ranges, step_ranges = connection.execute(text_with_lists(
+        "SELECT COUNT(*), SUM(CASE WHEN m.phase <> 'idle' THEN 1 ELSE 0 END) "
+        "FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text "
+        "WHERE n.run_id = :run_id AND n.kind IN :range_kinds",
+        range_kinds=NVTX_RANGE_KINDS), params).one()
     if not kernels_attributed:
         _insert_marker_steps(connection, run_id, params)
     connection.execute(text("DROP TABLE tk_marker_texts"))
@@ -139,7 +141,7 @@ def _insert_marker_steps(connection: Connection, run_id: int, params: dict[str, 
     # A marker range nested in an earlier one on the same thread is the same step marked
     # twice (an engine's marker inside a user's tracekit.mark, say): the outermost range is
     # the step. A running maximum of earlier ends per thread finds them in the same sort.
-    connection.execute(text(f"""
+    connection.execute(text_with_lists("""
         INSERT INTO steps (run_id, nvtx_id, engine, phase, source, text, start_ns, end_ns,
                            global_tid, global_pid, prefill_tokens, decode_tokens,
                            prefill_requests, decode_requests)
@@ -153,10 +155,10 @@ def _insert_marker_steps(connection: Connection, run_id: int, params: dict[str, 
                          ORDER BY n.start_ns, COALESCE(n.end_ns, :run_end) DESC, n.id
                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS outer_end
               FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text
-              WHERE n.run_id = :run_id AND n.kind IN ({_RANGE_KINDS_SQL}) AND m.phase <> 'idle'
+              WHERE n.run_id = :run_id AND n.kind IN :range_kinds AND m.phase <> 'idle'
              ) AS ranges
         WHERE outer_end IS NULL OR outer_end < end_ns
-        ORDER BY global_tid, start_ns, id"""), params)
+        ORDER BY global_tid, start_ns, id""", range_kinds=NVTX_RANGE_KINDS), params)
 
 
 def _marker_report(connection: Connection, run_id: int, infos: dict[str, StepInfo],

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from tracekit.report.document import GEMM_OPS
+from tracekit.store.sql import text_with_lists
 
 #: kernels drawn one by one in the detail window
 DEFAULT_KERNEL_BUDGET = 50_000
@@ -38,10 +39,9 @@ MAX_STEPS_DRAWN = 5_000
 #: the colour group of kernels that are not GEMMs
 NON_GEMM = "non-GEMM"
 
-_GEMM_LIST = ", ".join(f"'{op}'" for op in GEMM_OPS)
 #: the colour group of a kernel: its path for GEMMs, one group for everything else
-GROUP_SQL = (f"CASE WHEN c.op IN ({_GEMM_LIST}) THEN COALESCE(c.path, 'unknown') "
-             f"ELSE '{NON_GEMM}' END")
+#: (``:gemm_ops`` bound where it is used)
+GROUP_SQL = f"CASE WHEN c.op IN :gemm_ops THEN COALESCE(c.path, 'unknown') ELSE '{NON_GEMM}' END"
 
 
 @dataclass(frozen=True)
@@ -193,11 +193,11 @@ def _overview(connection: Connection, run_id: int, t0: int, t_end: int, row_budg
     records). Returns the overview (rows keyed by (device, stream) in ``keys``) and the tracks.
     """
     width = max(1, -(-(t_end - t0) // MAX_BUCKETS))
-    rows = connection.execute(text(
+    rows = connection.execute(text_with_lists(
         f"SELECT k.device, k.stream, {GROUP_SQL} AS grp, (k.start_ns - :t0) / :width AS bucket, "
         "COUNT(*), SUM(k.end_ns - k.start_ns) FROM kernels k LEFT JOIN classifications c "
         "ON c.run_id = k.run_id AND c.name_id = k.name_id WHERE k.run_id = :r "
-        "GROUP BY k.device, k.stream, grp, bucket"),
+        "GROUP BY k.device, k.stream, grp, bucket", gemm_ops=GEMM_OPS),
         {"r": run_id, "t0": t0, "width": width}).all()
     per_track: dict[tuple[Any, Any], list[int]] = defaultdict(lambda: [0, 0])
     for device, stream, _group, _bucket, count, busy in rows:

@@ -27,12 +27,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from tracekit.gpus import GpuModel
 from tracekit.roofline.families import Family
 from tracekit.roofline.model import Roof, roof_for
 from tracekit.roofline.work import expected_bits
+from tracekit.store.sql import text_with_lists
 
 FALLBACK_RULES = ("silent-fallback",)
 
@@ -113,10 +114,9 @@ MODEL_TEXT = ("roofline lower bound: time ≥ max(FLOPs / peak of the path, byte
 def fallback_claims(connection: Connection, run_id: int) -> list[FallbackClaim]:
     """The run's fallback findings, with what ran and what the checkpoint declares."""
     claims = []
-    rows = connection.execute(text(
+    rows = connection.execute(text_with_lists(
         "SELECT rule, phase, evidence_json FROM findings WHERE run_id = :run_id "
-        f"AND rule IN ({', '.join(repr(r) for r in FALLBACK_RULES)}) ORDER BY id"),
-        {"run_id": run_id})
+        "AND rule IN :rules ORDER BY id", rules=FALLBACK_RULES), {"run_id": run_id})
     for rule, phase, evidence_json in rows:
         evidence = json.loads(evidence_json) if evidence_json else []
         judged = next((e for e in evidence if isinstance(e, dict)

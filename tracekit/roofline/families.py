@@ -29,8 +29,7 @@ from sqlalchemy import Connection, text
 
 from tracekit.report.document import GEMM_OPS
 from tracekit.roofline.work import Unknown, Work, op_work
-
-_GEMM_LIST = ", ".join(f"'{op}'" for op in GEMM_OPS)
+from tracekit.store.sql import text_with_lists
 
 #: Each GEMM launch follows ``kernels.cpu_op_id`` (the framework op that launched it, resolved
 #: once at ingest) to its op: the run's kernels are the outer loop (SQLite keeps a CROSS
@@ -40,7 +39,7 @@ _GEMM_LIST = ", ".join(f"'{op}'" for op in GEMM_OPS)
 #: One op can launch several GEMM-classified kernels: its work is shared among its launches by
 #: GPU time (``op_share`` sums to one per op), so no op is counted twice and each share runs at
 #: the op's throughput.
-SHAPES_SQL = f"""
+SHAPES_SQL = """
 WITH launches AS (
     SELECT k.cpu_op_id AS op_id, COALESCE(k.phase, 'unattributed') AS phase, k.name_id,
            o.name AS op_name, o.input_types, o.input_dims, k.end_ns - k.start_ns AS ns
@@ -48,7 +47,7 @@ WITH launches AS (
     CROSS JOIN classifications AS c
     CROSS JOIN cpu_ops AS o
     WHERE k.run_id = :run_id AND k.cpu_op_id IS NOT NULL
-      AND c.run_id = k.run_id AND c.name_id = k.name_id AND c.op IN ({_GEMM_LIST})
+      AND c.run_id = k.run_id AND c.name_id = k.name_id AND c.op IN :gemm_ops
       AND o.id = k.cpu_op_id
 ), per_op AS (
     SELECT op_id, phase, name_id, op_name, input_types, input_dims, COUNT(*) AS launches,
@@ -64,6 +63,7 @@ SELECT phase, name_id, op_name, input_types, input_dims, SUM(launches) AS launch
 FROM per_op
 GROUP BY phase, name_id, op_name, input_types, input_dims
 """
+_SHAPES = text_with_lists(SHAPES_SQL, gemm_ops=GEMM_OPS)
 
 #: ncu counter names: tensor-pipe operations (each counts one FLOP: a multiply-add is two),
 #: with or without a destination type, and the SIMT floating-point instructions.
@@ -150,10 +150,11 @@ def gemm_families(connection: Connection, run_id: int) -> list[Family]:
 
 def _gemm_names(connection: Connection, run_id: int) -> dict[int, tuple[str, str, str | None]]:
     """name_id -> (name, path, activations) for the run's GEMM-classified names."""
-    rows = connection.execute(text(
+    rows = connection.execute(text_with_lists(
         "SELECT n.id, n.name, c.path, c.activations FROM classifications c "
         "JOIN kernel_names n ON n.id = c.name_id "
-        f"WHERE c.run_id = :run_id AND c.op IN ({_GEMM_LIST})"), {"run_id": run_id})
+        "WHERE c.run_id = :run_id AND c.op IN :gemm_ops", gemm_ops=GEMM_OPS),
+        {"run_id": run_id})
     return {int(i): (name, path or "unknown", activations)
             for i, name, path, activations in rows}
 
@@ -192,7 +193,7 @@ def _shape_families(connection: Connection, run_id: int,
                     names: dict[int, tuple[str, str, str | None]]) -> list[Family]:
     families = []
     works: dict[tuple[str, str | None, str | None], Work | Unknown] = {}
-    for row in connection.execute(text(SHAPES_SQL), {"run_id": run_id}).mappings():
+    for row in connection.execute(_SHAPES, {"run_id": run_id}).mappings():
         name_id = int(row["name_id"])
         if name_id not in names:
             continue

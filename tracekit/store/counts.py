@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from sqlalchemy import Connection, text
 
 from tracekit.store.schema import NVTX_RANGE_KINDS
-
-_RANGES = ", ".join(f"'{kind}'" for kind in NVTX_RANGE_KINDS)
+from tracekit.store.sql import text_with_lists
 
 #: count name → SQL counting it for ``:run_id`` (what a reader did not say)
 COUNT_SQL: dict[str, str] = {
@@ -30,11 +29,11 @@ COUNT_SQL: dict[str, str] = {
 }
 #: NVTX event kinds, counted together in one pass: ranges, marks, domain creations
 NVTX_COUNTS = ("nvtx_ranges", "nvtx_marks", "nvtx_domains")
-NVTX_COUNT_SQL = (
-    f"SELECT COALESCE(SUM(CASE WHEN kind IN ({_RANGES}) THEN 1 ELSE 0 END), 0), "
+NVTX_COUNT_SQL = text_with_lists(
+    "SELECT COALESCE(SUM(CASE WHEN kind IN :range_kinds THEN 1 ELSE 0 END), 0), "
     "COALESCE(SUM(CASE WHEN kind = 'mark' THEN 1 ELSE 0 END), 0), "
     "COALESCE(SUM(CASE WHEN kind = 'domain_create' THEN 1 ELSE 0 END), 0) "
-    "FROM nvtx_ranges WHERE run_id = :run_id")
+    "FROM nvtx_ranges WHERE run_id = :run_id", range_kinds=NVTX_RANGE_KINDS)
 NAMES = (*COUNT_SQL, *NVTX_COUNTS)
 
 
@@ -47,7 +46,7 @@ def count_records(connection: Connection, run_id: int,
         if name not in counts:
             counts[name] = int(connection.execute(text(sql), params).scalar_one())
     if not all(name in counts for name in NVTX_COUNTS):
-        values = connection.execute(text(NVTX_COUNT_SQL), params).one()
+        values = connection.execute(NVTX_COUNT_SQL, params).one()
         for name, value in zip(NVTX_COUNTS, values, strict=True):
             counts.setdefault(name, int(value))
     return counts
