@@ -24,11 +24,11 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from tests.helpers import assert_one_line_error, store_row_counts
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError
 from tracekit.store.db import open_store
 from tracekit.store.failures import first_line, storage_problem, store_write_error
-from tracekit.store.schema import Base
 from tracekit.store.testing import (
     FilesystemUnavailable,
     postgres_test_url,
@@ -56,25 +56,8 @@ def analyze(store_url: str, source: Path) -> tuple[int, str]:
     return result.exit_code, result.stderr
 
 
-def row_counts(url: str) -> dict[str, int]:
-    store = open_store(url, write=False)
-    try:
-        with store.connect() as connection:
-            return {table.name: connection.execute(
-                text(f"SELECT COUNT(*) FROM {table.name}")).scalar_one()
-                for table in Base.metadata.sorted_tables}
-    finally:
-        store.dispose()
-
-
 def assert_store_full(code: int, stderr: str, *fragments: str) -> None:
-    assert code == 2, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("tracekit: error: cannot write store "), lines[0]
-    assert "free disk space" in lines[0], lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+    assert_one_line_error(code, stderr, "cannot write store ", "free disk space", *fragments)
 
 
 @pytest.fixture
@@ -97,11 +80,11 @@ def test_sqlite_full_during_ingest_is_a_store_error(tmp_path: Path,
     store = tmp_path / "store.db"
     code, stderr = analyze(str(store), trace(tmp_path / "first.sqlite", pid=1))
     assert code == 0, stderr
-    before = row_counts(str(store))
+    before = store_row_counts(str(store))
     request.getfixturevalue("capped_sqlite_pages")
     code, stderr = analyze(str(store), trace(tmp_path / "second.sqlite", pid=2))
     assert_store_full(code, stderr, str(store), "database or disk is full")
-    assert row_counts(str(store)) == before
+    assert store_row_counts(str(store)) == before
     with sqlite3.connect(store) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     connection.close()
@@ -149,7 +132,7 @@ def test_postgres_disk_full_during_ingest_is_a_store_error(postgres_url: str, tm
     INSERT through SQLAlchemy (wrapped): the store's error either way, not the trace's."""
     code, stderr = analyze(postgres_url, trace(tmp_path / "first.sqlite", pid=1))
     assert code == 0, stderr
-    before = row_counts(postgres_url)
+    before = store_row_counts(postgres_url)
     engine = create_engine(postgres_url)
     try:
         with engine.begin() as connection:
@@ -166,7 +149,7 @@ def test_postgres_disk_full_during_ingest_is_a_store_error(postgres_url: str, tm
     code, stderr = analyze(postgres_url, trace(tmp_path / "second.sqlite", pid=2))
     assert_store_full(code, stderr, "No space left on device")
     assert "password" not in stderr and ":tracekit@" not in stderr
-    assert row_counts(postgres_url) == before
+    assert store_row_counts(postgres_url) == before
 
 
 @pytest.fixture
@@ -224,12 +207,12 @@ def test_postgres_real_full_disk_during_ingest(postgres_tiny_tablespace: str,
     url = postgres_tiny_tablespace
     code, stderr = analyze(url, trace(tmp_path / "first.sqlite", pid=1, kernels=2, steps=2))
     assert code == 0, stderr
-    before = row_counts(url)
+    before = store_row_counts(url)
     # 100 names × 20 launches × 100 steps: 200,000 kernels, far more than 2 MB of rows
     code, stderr = analyze(url, trace(tmp_path / "second.sqlite", pid=2, kernels=100,
                                       steps=100))
     assert_store_full(code, stderr, "No space left on device")
-    assert row_counts(url) == before
+    assert store_row_counts(url) == before
 
 
 def test_the_mapper_blames_the_store_only_for_the_store() -> None:

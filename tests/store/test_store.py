@@ -19,7 +19,7 @@ from alembic.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
-from tests.support.helpers import make_old_store
+from tests.support.helpers import make_old_store, store_row_counts
 from tests.support.stores import (
     FilesystemUnavailable,
     mountable_folder,
@@ -44,17 +44,6 @@ def trace(path: Path, names: list[str], *, pid: int = 100, count: int = 3) -> Pa
         StepSpec("execute_context_1(8)_generation_0(0)", kernels),
         StepSpec("execute_context_0(0)_generation_2(2)", kernels, graph=True),
     ])]), path)
-
-
-def row_counts(url: str) -> dict[str, int]:
-    store = open_store(url, write=False)
-    try:
-        with store.connect() as connection:
-            return {table.name: connection.execute(
-                text(f"SELECT COUNT(*) FROM {table.name}")).scalar_one()
-                for table in Base.metadata.sorted_tables}
-    finally:
-        store.dispose()
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -183,7 +172,7 @@ def test_ingest_twice_gives_the_existing_run(store_url: str, tmp_path: Path) -> 
     finally:
         store.dispose()
     assert not first.existing and second.existing and first.run_id == second.run_id
-    counts = row_counts(store_url)
+    counts = store_row_counts(store_url)
     assert counts["runs"] == 1 and counts["kernels"] == 12 and counts["kernel_names"] == 2
 
 
@@ -235,13 +224,13 @@ def test_failed_ingest_leaves_no_partial_run(store_url: str, tmp_path: Path,
     try:
         with pytest.raises(InputError, match="boom"):
             ingest(store, [source])
-        assert all(count == 0 for count in row_counts(store_url).values())
+        assert all(count == 0 for count in store_row_counts(store_url).values())
         monkeypatch.undo()
         result = ingest(store, [source])  # the store is fine: the next ingest works
     finally:
         store.dispose()
     assert not result.existing
-    assert row_counts(store_url)["kernels"] == 6
+    assert store_row_counts(store_url)["kernels"] == 6
 
 
 def test_delete_removes_every_row_of_the_run_only(store_url: str, tmp_path: Path) -> None:
@@ -254,7 +243,7 @@ def test_delete_removes_every_row_of_the_run_only(store_url: str, tmp_path: Path
                 connection.execute(text(
                     "INSERT INTO findings (run_id, rule, severity, message) "
                     "VALUES (:r, 'x', 'info', 'm')"), {"r": run_id})
-        before = row_counts(store_url)
+        before = store_row_counts(store_url)
         assert delete_runs(store, [drop]) == [drop]
         with pytest.raises(StoreError, match="no run 12345"):
             delete_runs(store, [keep, 12345])  # unknown id: nothing is deleted
@@ -266,7 +255,7 @@ def test_delete_removes_every_row_of_the_run_only(store_url: str, tmp_path: Path
                 assert left.scalar_one() == 0, table
     finally:
         store.dispose()
-    after = row_counts(store_url)
+    after = store_row_counts(store_url)
     assert after["kernels"] == 12 and before["kernels"] == 18
     assert after["findings"] == 1
 
@@ -293,7 +282,7 @@ def test_runs_command_lists_and_deletes(store_url: str, tmp_path: Path) -> None:
     assert table.exit_code == 0 and "vllm" in table.output and "Llama-3.1-8B-FP4" in table.output
     deleted = runner.invoke(cli, ["runs", "--delete", str(run_id), "--store", store_url])
     assert deleted.exit_code == 0, deleted.output
-    assert row_counts(store_url)["runs"] == 0
+    assert store_row_counts(store_url)["runs"] == 0
 
 
 def test_query_is_read_only(store_url: str, tmp_path: Path) -> None:
@@ -315,7 +304,7 @@ def test_query_is_read_only(store_url: str, tmp_path: Path) -> None:
                 "UPDATE runs SET label = 'x'", "CREATE TABLE t (x int)"):
         completed = run_cli("query", sql, "--store", store_url)
         assert_one_line_error(completed)
-    assert row_counts(store_url)["runs"] == 1
+    assert store_row_counts(store_url)["runs"] == 1
     assert not (tmp_path / "x.db").exists()
 
 

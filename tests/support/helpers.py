@@ -53,6 +53,20 @@ def ingest_into(store_path: Path, *paths: Path) -> int:
         store.dispose()
 
 
+def store_row_counts(url: str) -> dict[str, int]:
+    """Rows in every store table (read through a reader's connection, on any database)."""
+    from tracekit.store.schema import Base
+
+    store = open_store(url, write=False)
+    try:
+        with store.connect() as connection:
+            return {table.name: connection.execute(
+                text(f"SELECT COUNT(*) FROM {table.name}")).scalar_one()
+                for table in Base.metadata.sorted_tables}
+    finally:
+        store.dispose()
+
+
 def assert_one_line_error(code: int, stderr: str, *fragments: str) -> None:
     """Exit 2, exactly one ``tracekit: error:`` line holding every fragment, no traceback."""
     assert code == 2, stderr

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.support.helpers import store_row_counts
 from tests.support.stores import (
     FilesystemUnavailable,
     mountable_folder,
@@ -24,7 +25,6 @@ from tests.support.stores import (
     tmpfs,
 )
 from tracekit.store.db import open_store
-from tracekit.store.schema import Base
 from tracekit.synth.nsys import (
     KernelSpec,
     RankSpec,
@@ -68,16 +68,6 @@ def analyze(path: Path, store_url: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True)
 
 
-def row_counts(store_url: str) -> dict[str, int]:
-    store = open_store(store_url, write=False)
-    try:
-        with store.connect() as connection:
-            return {t.name: connection.execute(text(f"SELECT COUNT(*) FROM {t.name}")).scalar_one()
-                    for t in Base.metadata.sorted_tables}
-    finally:
-        store.dispose()
-
-
 def wait_until_copying(store_url: str, process: subprocess.Popen[str], deadline: float) -> None:
     """Block until the writer is inside its ingest transaction, copying kernel rows."""
     if "://" not in store_url:
@@ -118,13 +108,13 @@ def test_kill_during_ingest_leaves_no_half_run(store_url: str, tmp_path: Path) -
         with sqlite3.connect(store_url) as connection:
             assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         connection.close()
-    counts = row_counts(store_url)
+    counts = store_row_counts(store_url)
     assert counts["runs"] == 0 and counts["kernels"] == 0 and counts["kernel_names"] == 0
     retry = analyze(source, store_url)
     _stdout, stderr = retry.communicate(timeout=600)
     assert retry.returncode == 0, stderr
     expected = kernel_totals(source)
-    counts = row_counts(store_url)
+    counts = store_row_counts(store_url)
     assert counts["runs"] == 1
     assert counts["kernels"] == sum(count for count, _ in expected.values())
 
@@ -157,7 +147,7 @@ def test_read_only_store_is_one_line(tmp_path: Path, what: str) -> None:
                     assert not os.access(store, os.W_OK)
                 assert_one_line_error(analyze(other, str(store)), "cannot be written")
             assert store.read_bytes() == before
-            assert row_counts(str(store))["runs"] == 1
+            assert store_row_counts(str(store))["runs"] == 1
     except FilesystemUnavailable as exc:
         pytest.skip(str(exc))
 
@@ -175,7 +165,7 @@ def test_full_disk_is_one_line_and_leaves_the_store_whole(tmp_path: Path) -> Non
             with sqlite3.connect(store) as connection:
                 assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
             connection.close()
-            counts = row_counts(str(store))
+            counts = store_row_counts(str(store))
             assert counts["runs"] == 1 and counts["kernels"] == 2_000
     except FilesystemUnavailable as exc:
         pytest.skip(str(exc))
