@@ -5,35 +5,25 @@ SQLite and PostgreSQL, where the pasted form breaks the statement or selects oth
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError
 
+from tracekit.store.db import normalize_url
 from tracekit.store.sql import text_with_lists
-from tracekit.store.testing import postgres_test_url, scratch_postgres_url
 
 #: values whose repr, pasted into ``IN (…)``, is not the list of these strings
 AWKWARD = ("it's", 'say "hi"', "a', 'b", 'it\'s "both"', "x")
 STORED = (*AWKWARD, "a", "b", "hi", "it")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'lists.db'}"
-        engine = create_engine(url)
-        yield engine
-        engine.dispose()
-        return
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL is not set")
-    with scratch_postgres_url(base) as url:
-        engine = create_engine(url)
-        yield engine
-        engine.dispose()
+@pytest.fixture
+def engine(store_url: str) -> Iterator[Engine]:
+    """An empty database, SQLite and PostgreSQL (the ``store_url`` fixture)."""
+    engine = create_engine(normalize_url(store_url))
+    yield engine
+    engine.dispose()
 
 
 def test_a_bound_list_selects_exactly_its_values(engine: Engine) -> None:

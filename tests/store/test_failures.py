@@ -24,17 +24,12 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from tests.helpers import assert_one_line_error, store_row_counts
+from tests.support.helpers import assert_one_line_error, store_row_counts
+from tests.support.stores import FilesystemUnavailable, tmpfs
 from tracekit.cli import cli
 from tracekit.errors import InputError, StoreError
 from tracekit.store.db import open_store
 from tracekit.store.failures import first_line, storage_problem, store_write_error
-from tracekit.store.testing import (
-    FilesystemUnavailable,
-    postgres_test_url,
-    scratch_postgres_url,
-    tmpfs,
-)
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
 
 #: the message PostgreSQL gives when a relation file cannot grow (md.c, mdextend)
@@ -113,15 +108,6 @@ def test_sqlite_full_in_the_ingest_api_leaves_the_pool_enforcing_foreign_keys(
             assert connection.exec_driver_sql("SELECT COUNT(*) FROM runs").scalar() == 1
     finally:
         store.dispose()
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    base = postgres_test_url()
-    if base is None:
-        pytest.skip("TRACEKIT_TEST_POSTGRES_URL is not set")
-    with scratch_postgres_url(base) as url:
-        yield url
 
 
 @pytest.mark.postgres
