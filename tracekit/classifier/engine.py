@@ -199,6 +199,24 @@ def guard_truncation(match: Match, kname: KernelName) -> Match:
     return match
 
 
+def name_classification(name: str, match: Match, *, confidence: str,
+                        reason: str) -> Classification:
+    """What the name alone says: the matched rule's labels as a classification."""
+    return Classification(
+        name=name,
+        op=match.labels.get("op", "other"),
+        path=match.path,
+        weights=match.labels.get("weights"),
+        activations=match.labels.get("activations"),
+        accum=match.labels.get("accum"),
+        library=match.labels.get("library"),
+        rule=match.rule.id,
+        evidence="name",
+        confidence=confidence,
+        reason=reason,
+    )
+
+
 def _unmatched(name: str, reason: str) -> Classification:
     """The answer for a name no rule speaks for: ``unknown``, with the reason."""
     return Classification(name=name, op="other", path="unknown", weights=None,
@@ -224,18 +242,6 @@ def classify_by_name(kname: KernelName, ruleset: RuleSet) -> tuple[Classificatio
     if match.path == "unknown" and match.labels.get("op") not in MATH_OPS:
         confidence = match.rule.confidence
     return (
-        Classification(
-            name=kname.original,
-            op=match.labels.get("op", "other"),
-            path=match.path,
-            weights=match.labels.get("weights"),
-            activations=match.labels.get("activations"),
-            accum=match.labels.get("accum"),
-            library=match.labels.get("library"),
-            rule=match.rule.id,
-            evidence="name",
-            confidence=confidence,
-            reason=reason,
-        ),
+        name_classification(kname.original, match, confidence=confidence, reason=reason),
         match,
     )

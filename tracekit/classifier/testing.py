@@ -15,7 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tracekit.classifier import classify_name
-from tracekit.classifier.engine import evaluate, guard_truncation, rule_matches
+from tracekit.classifier.engine import (
+    evaluate,
+    guard_truncation,
+    name_classification,
+    rule_matches,
+)
 from tracekit.classifier.evidence import combine
 from tracekit.classifier.model import Classification, Example, Rule, RuleSet
 from tracekit.classifier.names import prepare
@@ -62,19 +67,8 @@ def check_example(
         fail("must match, but no pattern of the rule matches")
         return failures
     match = guard_truncation(evaluate(rule, found, ruleset), kname)
-    local = Classification(
-        name=example.name,
-        op=match.labels.get("op", "other"),
-        path=match.path,
-        weights=match.labels.get("weights"),
-        activations=match.labels.get("activations"),
-        accum=match.labels.get("accum"),
-        library=match.labels.get("library"),
-        rule=rule.id,
-        evidence="name",
-        confidence=rule.confidence,
-        reason=match.reason,
-    )
+    local = name_classification(example.name, match, confidence=rule.confidence,
+                                reason=match.reason)
     local = combine(local, match, None, example.arch)
     for problem in _label_diff(local, example):
         fail(f"the rule alone gives {problem}")
