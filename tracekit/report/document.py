@@ -88,12 +88,12 @@ def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
     for name_id, phase, count, total in connection.execute(text(
         "SELECT name_id, phase, SUM(count), SUM(total_ns) FROM kernel_groups "
         "WHERE run_id = :run_id GROUP BY name_id, phase"), {"run_id": run_id}):
-        entry = per_name.get(name_id)
-        if entry is None:
+        summed = per_name.get(name_id)
+        if summed is None:
             continue
-        entry["count"] += int(count)
-        entry["total_ns"] += int(total or 0)
-        entry["phase_ns"][phase or "unattributed"] += int(total or 0)
+        summed["count"] += int(count)
+        summed["total_ns"] += int(total or 0)
+        summed["phase_ns"][phase or "unattributed"] += int(total or 0)
     ordered = sorted(per_name.values(), key=lambda e: (-e["total_ns"], e["name"]))
     return [entry for entry in ordered if entry["count"] > 0]
 

@@ -67,7 +67,7 @@ def run_query(store: Store, sql: str) -> Iterator[QueryResult]:
                 cursor = raw.cursor()  # type: ignore[union-attr]
                 cursor.execute("SET TRANSACTION READ ONLY")
                 cursor.execute("SELECT 1")
-                cursor.execute(sql, prepare=True)
+                cursor.execute(sql, prepare=True)  # type: ignore[call-arg]  # psycopg's
             else:
                 cursor = raw.cursor()  # type: ignore[union-attr]
                 cursor.execute(sql)
