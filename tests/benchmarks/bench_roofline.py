@@ -25,18 +25,13 @@ from sqlalchemy import text
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "support"))
 
-from roofline_scenario import write_fallback_trace  # noqa: E402
+from roofline_scenario import replicate_in_store, write_fallback_trace  # noqa: E402
 
-from tracekit.aggregate import refresh_kernel_groups  # noqa: E402
 from tracekit.analysis import AnalysisOptions, analyze  # noqa: E402
 from tracekit.roofline import roofline_section  # noqa: E402
 from tracekit.store import open_store  # noqa: E402
 
 BASE_KERNELS = 25
-_COPIES = ("WITH RECURSIVE copy(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM copy "
-           "WHERE i < :last) ")
-
-
 def build(folder: Path, kernels: int) -> tuple[object, int]:
     """A store with one run of about ``kernels`` launches (copies of the scenario)."""
     copies = max(1, kernels // BASE_KERNELS)
@@ -45,25 +40,7 @@ def build(folder: Path, kernels: int) -> tuple[object, int]:
     store = open_store(str(path))
     trace = write_fallback_trace(folder / "fallback.json")
     run_id = analyze(store, [trace], AnalysisOptions()).run_id
-    params = {"last": copies - 1, "r": run_id}
-    with store.begin() as connection:
-        if copies > 1:
-            connection.execute(text(
-                _COPIES + "INSERT INTO cpu_ops (id, run_id, name, start_ns, end_ns, "
-                "external_id, global_tid, global_pid, input_types, input_dims) "
-                "SELECT o.id + copy.i * "
-                "1000000, o.run_id, o.name, o.start_ns, o.end_ns, "
-                "o.external_id + copy.i * 1000000, o.global_tid, o.global_pid, "
-                "o.input_types, o.input_dims FROM cpu_ops o CROSS JOIN copy "
-                "WHERE o.run_id = :r"), params)
-            connection.execute(text(
-                _COPIES + "INSERT INTO kernels (run_id, name_id, device, stream, start_ns, "
-                "end_ns, external_id, global_pid, global_tid, phase, cpu_op_id) SELECT "
-                "k.run_id, k.name_id, k.device, k.stream, k.start_ns, k.end_ns, "
-                "k.external_id + copy.i * 1000000, k.global_pid, k.global_tid, k.phase, "
-                "k.cpu_op_id + copy.i * 1000000 FROM kernels k CROSS JOIN copy "
-                "WHERE k.run_id = :r"), params)
-        refresh_kernel_groups(connection, run_id)
+    replicate_in_store(store, run_id, copies)
     return store, run_id
 
 

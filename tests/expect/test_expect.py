@@ -27,20 +27,10 @@ from tracekit.gpus import (
     runs_on,
     short_gpu_name,
 )
+from tracekit.vocabulary import PATHS
 
 CHECKPOINTS = paths.CHECKPOINTS
-VOCABULARY = {
-    "fp4",
-    "fp8",
-    "int8",
-    "weight_only",
-    "bf16",
-    "fp16",
-    "tf32",
-    "fp32",
-    "fp64",
-    "unknown",
-}
+VOCABULARY = set(PATHS)  # the public path words (tests/rules pins the list itself)
 
 # file → (expected path, label, format contains, kv cache)
 DECLARED = {
