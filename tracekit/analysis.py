@@ -105,6 +105,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     from tracekit.classifier.stage import classify_run
     from tracekit.expect.context import load_expectations
     from tracekit.findings.stage import evaluate_run
+    from tracekit.layers.stage import attribute_layers
     from tracekit.phases.stage import attribute_phases
     from tracekit.run_gpu import settle_run_gpu
 
@@ -127,6 +128,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
             write_kernel_groups(connection, run_id, groups.rows())
         else:
             refresh_kernel_groups(connection, run_id)
+        attribute_layers(connection, run_id, expectations.shape)
         evaluate_run(connection, run_id, declaration=expectations.declaration,
                      log_evidence=expectations.log_evidence,
                      unknown_threshold=options.unknown_threshold)

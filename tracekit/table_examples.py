@@ -18,6 +18,8 @@ GPUs                      rules/_gpus.toml ``[[name]] examples`` (device names),
 roofline work model       rules/_roofline.toml ``[[op.form]] examples``: recorded types and
                           shapes with the FLOPs and bytes they must give
 checkpoints               rules/_checkpoints.toml ``[[example]]``: a config JSON and its path
+layer names               rules/_layer_names.toml ``[[layer]] examples``: module names and the
+                          layer group the first matching row gives them
 findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
 parser specs              parsers/<id>.toml ``[[example]]``: a file's first bytes (and SQLite
                           tables) that this spec, and no earlier one, must claim
@@ -234,6 +236,17 @@ def _checkpoints(result: TableResult, path: Path, ruleset: Any) -> None:
                                        f"{getattr(declaration, key)!r}, expected {raw[key]!r}")
 
 
+def _layer_names(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.expect.checkpoint.layers import module_layer
+
+    for row in _read(path).get("layer", []):
+        for example in row.get("examples", []):
+            result.examples += 1
+            got = module_layer(example)
+            if got != row["layer"]:
+                result.failures.append(f"{example!r}: maps to {got}, expected {row['layer']}")
+
+
 def _findings(result: TableResult, path: Path, ruleset: Any) -> None:
     from tracekit.findings.rules import load_rules
 
@@ -286,6 +299,7 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_log_patterns.toml": ("log patterns", _log_patterns),
     "_gpus.toml": ("GPUs", _gpus),
     "_checkpoints.toml": ("checkpoints", _checkpoints),
+    "_layer_names.toml": ("layer names", _layer_names),
     "_findings.toml": ("findings", _findings),
     "_roofline.toml": ("roofline work model", _roofline),
 }

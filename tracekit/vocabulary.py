@@ -31,6 +31,22 @@ PHASES: tuple[str, ...] = ("prefill", "decode", "mixed", "unattributed")
 #: the phases an engine step can have
 STEP_PHASES: tuple[str, ...] = ("prefill", "decode", "mixed")
 
+#: the layer group of the model a GEMM launch belongs to (docs/vocabulary.md#layer-groups):
+#: ``decoder_layers`` is a linear of the transformer blocks whose group (attention or MLP) the
+#: evidence does not tell; ``unknown`` says nothing tells (the reason is kept beside it)
+LAYERS: tuple[str, ...] = ("attention", "mlp", "moe_experts", "moe_router", "lm_head",
+                           "embedding", "vision", "decoder_layers", "unknown")
+#: the layer groups a checkpoint's quantization usually leaves in 16 bits unless it names them
+DEFAULT_16BIT_LAYERS = frozenset({"lm_head", "embedding", "moe_router", "vision"})
+#: what told a launch's layer group, strongest first
+LAYER_SOURCES: tuple[str, ...] = ("module", "nvtx", "shapes", "kernel_name", "launch_count",
+                                  "inherited", "none")
+
+#: what the judgement of one layer group in one phase found (docs/vocabulary.md#outcomes)
+OUTCOMES: tuple[str, ...] = ("as_declared", "excluded", "better", "hardware_limited",
+                             "logged_fallback", "silent_fallback", "degraded", "mismatch",
+                             "undetermined", "unknown", "no_declaration")
+
 #: which source decided a classification, strongest first
 EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "log", "feasibility", "none")
 CONFIDENCE: tuple[str, ...] = ("high", "medium", "low")

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from tracekit.errors import TracekitError
 from tracekit.expect.checkpoint import Declaration, declaration_from_word, read_declaration
+from tracekit.expect.checkpoint.shape import ModelShape, read_model_shape
 from tracekit.expect.logs import LogEvidence, scan_log
 from tracekit.gpus import GpuSpec, parse_gpu
 
@@ -37,6 +38,8 @@ class Expectations:
     gpu: GpuSpec | None = None
     log_evidence: tuple[LogEvidence, ...] = ()
     model_label: str | None = None
+    #: the model's dimensions from --model's config.json (the layer attribution's shapes)
+    shape: ModelShape | None = None
     warnings: tuple[str, ...] = field(default=())
 
 
@@ -45,7 +48,9 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
     warnings: list[str] = []
     declaration = None
     model_label = None
+    shape = None
     if options.model is not None:
+        shape = read_model_shape(Path(options.model))
         try:
             declaration = read_declaration(Path(options.model))
             model_label = _model_label(Path(options.model))
@@ -84,6 +89,7 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
         gpu=gpu,
         log_evidence=tuple(evidence),
         model_label=model_label,
+        shape=shape,
         warnings=tuple(warnings),
     )
 

@@ -417,3 +417,50 @@ class KernelGroupRow(Base):
     total_ns: Mapped[int] = mapped_column(BigInteger)
     first_start_ns: Mapped[int] = mapped_column(BigInteger)
     last_end_ns: Mapped[int] = mapped_column(BigInteger)
+
+
+class LayerTimeRow(Base):
+    """GEMM time of one kernel name in one phase attributed to one layer group of the model,
+    and what told it (``tracekit.vocabulary.LAYER_SOURCES``).
+
+    Derived: rewritten by ``tracekit.layers.stage.attribute_layers``. A name's launches can
+    split over several groups (one kernel serves q/k/v and the MLP alike); the rows of one
+    (name, phase) sum to that name's GEMM time in the phase.
+    """
+
+    __tablename__ = "layer_times"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    name_id: Mapped[int] = mapped_column(ForeignKey("kernel_names.id", ondelete="CASCADE"))
+    phase: Mapped[str] = mapped_column(String(16))
+    layer: Mapped[str] = mapped_column(String(16))
+    source: Mapped[str] = mapped_column(String(16))
+    launches: Mapped[int] = mapped_column(BigInteger)
+    total_ns: Mapped[int] = mapped_column(BigInteger)
+    detail: Mapped[str | None] = mapped_column(Text)  # the evidence in words, or why unknown
+
+
+class LayerVerdictRow(Base):
+    """The judgement of one layer group in one phase for one path that ran: declared,
+    expected on this GPU in this engine, ran, its share of the phase's GEMM time, the outcome
+    (``tracekit.vocabulary.OUTCOMES``) and its evidence.
+
+    Derived: rewritten by ``tracekit.findings.stage.evaluate_run`` with the findings.
+    """
+
+    __tablename__ = "layer_verdicts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    phase: Mapped[str] = mapped_column(String(16))
+    layer: Mapped[str] = mapped_column(String(16))
+    declared: Mapped[str | None] = mapped_column(Text)
+    expected: Mapped[str | None] = mapped_column(String(16))
+    expected_kind: Mapped[str | None] = mapped_column(String(24))
+    ran: Mapped[str] = mapped_column(String(16))
+    total_ns: Mapped[int] = mapped_column(BigInteger)
+    share: Mapped[float] = mapped_column(Float)
+    outcome: Mapped[str] = mapped_column(String(24))
+    severity: Mapped[str | None] = mapped_column(String(8))
+    evidence_json: Mapped[str | None] = mapped_column(Text)

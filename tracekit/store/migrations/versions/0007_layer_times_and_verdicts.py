@@ -1,0 +1,67 @@
+"""The verdict per layer: layer_times (GEMM time per name, phase and layer group) and
+layer_verdicts (each layer group judged per phase against what its own layers declare)
+
+Both tables are derived: a later analysis of a stored run fills them.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0007'
+down_revision = '0006'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table('layer_times',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('run_id', sa.Integer(), nullable=False),
+    sa.Column('name_id', sa.Integer(), nullable=False),
+    sa.Column('phase', sa.String(length=16), nullable=False),
+    sa.Column('layer', sa.String(length=16), nullable=False),
+    sa.Column('source', sa.String(length=16), nullable=False),
+    sa.Column('launches', sa.BigInteger(), nullable=False),
+    sa.Column('total_ns', sa.BigInteger(), nullable=False),
+    sa.Column('detail', sa.Text(), nullable=True),
+    sa.ForeignKeyConstraint(['name_id'], ['kernel_names.id'], name=op.f('fk_layer_times_name_id_kernel_names'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_layer_times_run_id_runs'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_layer_times'))
+    )
+    with op.batch_alter_table('layer_times', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_layer_times_run_id'), ['run_id'], unique=False)
+
+    op.create_table('layer_verdicts',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('run_id', sa.Integer(), nullable=False),
+    sa.Column('phase', sa.String(length=16), nullable=False),
+    sa.Column('layer', sa.String(length=16), nullable=False),
+    sa.Column('declared', sa.Text(), nullable=True),
+    sa.Column('expected', sa.String(length=16), nullable=True),
+    sa.Column('expected_kind', sa.String(length=24), nullable=True),
+    sa.Column('ran', sa.String(length=16), nullable=False),
+    sa.Column('total_ns', sa.BigInteger(), nullable=False),
+    sa.Column('share', sa.Float(), nullable=False),
+    sa.Column('outcome', sa.String(length=24), nullable=False),
+    sa.Column('severity', sa.String(length=8), nullable=True),
+    sa.Column('evidence_json', sa.Text(), nullable=True),
+    sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_layer_verdicts_run_id_runs'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_layer_verdicts'))
+    )
+    with op.batch_alter_table('layer_verdicts', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_layer_verdicts_run_id'), ['run_id'], unique=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('layer_verdicts', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_layer_verdicts_run_id'))
+    op.drop_table('layer_verdicts')
+    with op.batch_alter_table('layer_times', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_layer_times_run_id'))
+    op.drop_table('layer_times')
