@@ -224,9 +224,10 @@ class RocprofCsvMapping(_Table, frozen=True):
     files: RocprofCsvFiles
     #: per role: store field -> candidate header names (compared case-insensitively)
     columns: dict[str, dict[str, Names]]
-    #: ``Kind``/``Domain`` values of the HIP API calls kept as runtime calls
+    #: ``Domain`` values of the HIP API calls kept as runtime calls, and of the ROCTx records
+    #: kept as ranges
     hip_kinds: Names
-    markers: RocprofMarkers
+    marker_kinds: Names
 
 
 class RocpdMapping(_Table, frozen=True):
