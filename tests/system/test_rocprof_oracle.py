@@ -51,6 +51,7 @@ def stored(store: Path) -> dict[str, Any]:
             return sorted(connection.execute(sql).fetchall(), key=repr)
         return {
             "kernels": rows("SELECT n.name, k.device, k.start_ns, k.end_ns, k.grid_x, k.block_x, "
+                            "k.grid_y, k.grid_z, k.block_y, k.block_z, "
                             "k.global_pid, k.global_tid, k.launch_start_ns, k.launch_end_ns, "
                             "k.phase FROM kernels k JOIN kernel_names n ON n.id = k.name_id"),
             "ranges": rows("SELECT kind, text, start_ns, end_ns, global_tid, global_pid "
@@ -121,8 +122,8 @@ def test_the_reference_is_the_job(reference):
         totals[name] += end - start
         counts[name] += 1
     assert {name: (counts[name], totals[name]) for name in counts} == job.kernel_totals()
-    assert all(row[8] is not None for row in kernels)  # every dispatch has its HIP launch
-    phases = Counter(row[10] for row in kernels)
+    assert all(row[12] is not None for row in kernels)  # every dispatch has its HIP launch
+    phases = Counter(row[14] for row in kernels)
     assert phases == {"prefill": 18, "decode": 20, None: 2}
     assert {row[0] for row in reference["store"]["devices"]} == {0, 1}
 

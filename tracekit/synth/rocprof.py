@@ -511,7 +511,7 @@ class _RocpdFiller:
                 dispatch.end, 0, 0, *dispatch.kernel.block, *grid,
                 self.string(""), event]
             if self.graphs:
-                values[18:18] = [dispatch.graph_exec, dispatch.graph_node]
+                values[20:20] = [dispatch.graph_exec, dispatch.graph_node]
             self.c.execute(
                 f"INSERT INTO {self.table('kernel_dispatch')} (id, guid, nid, pid, tid, agent_id, "
                 "kernel_id, dispatch_id, queue_id, stream_id, start, \"end\", "

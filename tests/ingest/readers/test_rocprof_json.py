@@ -91,3 +91,79 @@ def test_real_mi350x_trace_summary_says_no_inference_phases(shared_trace, tmp_pa
     assert summary.exit_code == 0, summary.output
     assert "No inference phases found" in " ".join(summary.output.split())
     assert "bf16" in summary.output
+
+
+# -- synthetic files (tracekit.synth.rocprof) ------------------------------------------------
+
+def test_rows_are_the_same_on_both_store_back_ends(store, tmp_path):
+    from sqlalchemy import text
+
+    from tests.support.rocprof_scenario import amd_job
+    from tracekit.ingest.pipeline import ingest
+    from tracekit.synth.rocprof import write_json
+
+    job = amd_job()
+    run = ingest(store, [tmp_path / "json"] if write_json(job, tmp_path / "json") else []).run_id
+    with store.engine.connect() as connection:
+        row = connection.execute(text(
+            "SELECT COUNT(*), SUM(end_ns - start_ns), COUNT(launch_start_ns), "
+            "COUNT(DISTINCT global_pid) FROM kernels WHERE run_id = :r"), {"r": run}).one()
+        names = connection.execute(text(
+            "SELECT COUNT(*), COUNT(short_name), COUNT(mangled_name) FROM kernel_names "
+            "WHERE run_id = :r"), {"r": run}).one()
+    dispatches = sum(len(p.dispatches) for p in job.processes)
+    assert tuple(row) == (dispatches, sum(t for _, t in job.kernel_totals().values()),
+                          dispatches, 2)
+    assert tuple(names) == (3, 3, 3)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("marker_style", ["range_api", "core_api"])
+def test_layouts_and_marker_styles_read_the_same(tmp_path, store_path, indent, marker_style):
+    from tests.support.rocprof_scenario import DECODE, amd_job
+    from tracekit.synth.rocprof import write_json
+
+    write_json(amd_job(), tmp_path / "json", marker_style=marker_style, indent=indent,
+               stream_ids=marker_style == "range_api")
+    ingest_into(store_path, tmp_path / "json")
+    assert query(store_path, "SELECT kind, COUNT(*) FROM nvtx_ranges GROUP BY kind") == [
+        ("mark", 2), ("push_pop", 8)]
+    assert query(store_path, "SELECT COUNT(*) FROM nvtx_ranges WHERE text = ?", DECODE) == [(5,)]
+    assert query(store_path, "SELECT COUNT(*) FROM kernels WHERE launch_start_ns IS NOT NULL"
+                 ) == [(40,)]
+
+
+def test_a_dispatch_without_its_symbol_is_kept(tmp_path, store_path):
+    from tests.support.rocprof_scenario import amd_job
+    from tracekit.synth.rocprof import write_json
+
+    [path, _] = write_json(amd_job(), tmp_path / "json")
+    document = json.loads(path.read_text())
+    process = document["rocprofiler-sdk-tool"][0]
+    process["kernel_symbols"] = [s for s in process["kernel_symbols"] if s["kernel_id"] != 1]
+    path.write_text(json.dumps(document))
+    run = ingest_into(store_path, tmp_path / "json")
+    assert query(store_path, "SELECT COUNT(*) FROM kernels k JOIN kernel_names n "
+                             "ON n.id = k.name_id WHERE n.name = '<kernel id 1>'") == [(8,)]
+    [(meta,)] = query(store_path, "SELECT meta_json FROM runs WHERE id = ?", run)
+    assert json.loads(meta)["records"]["dispatches_without_symbol"] == 8
+
+
+@pytest.mark.parametrize(("damage", "fragment"), [
+    (lambda text: text[: len(text) // 2], "JSON is truncated"),
+    (lambda text: text.replace('"start_timestamp":', '"start_timestamp":"x", "s":', 1),
+     "a record is not what the profiler writes"),
+    (lambda text: '{"rocprofiler-sdk-tool": []}', "holds no process"),
+    (lambda text: text.replace('"kernel_dispatch":[{', '"kernel_dispatch":[], "x":[{', 1),
+     "holds no kernel dispatch"),
+])
+def test_damaged_files_are_one_line(tmp_path, damage, fragment):
+    from tests.support.helpers import analyze_bad
+    from tests.support.rocprof_scenario import amd_job
+    from tracekit.synth.rocprof import write_json
+
+    job = amd_job()
+    job.processes = job.processes[:1]
+    [path] = write_json(job, tmp_path / "json")
+    path.write_text(damage(path.read_text()))
+    analyze_bad(tmp_path, path, fragment)

@@ -120,6 +120,9 @@ class RocpdReader:
         self.counts: dict[str, int] = {"kernels": 0, "runtime_calls": 0, "nvtx_ranges": 0,
                                        "memory_ops": 0}
         self.marker_kind = marker_kinds(self.mapping.markers)
+        #: per set: the kernel ids its dispatches name
+        self.used_kernels: dict[int, set[int]] = {}
+        self.missing_symbols: set[tuple[int, int]] = set()
         #: per set: (string id of a HIP call's name, its key in api_names)
         self.api_ids: dict[int, list[tuple[int, int]]] = {}
 
@@ -184,11 +187,14 @@ class RocpdReader:
         rows = []
         lookups = self.lookups
         extdata = tables.column("info_kernel_symbol", "extdata", "s")
+        used = self.used_kernels.get(tables.index, set())
         for row_id, display, mangled, vgprs, lds, ext in self.copier.query(
                 f"SELECT s.id, s.display_name, s.kernel_name, "
                 f"{tables.column('info_kernel_symbol', 'arch_vgpr_count', 's')}, "
                 f"{tables.column('info_kernel_symbol', 'group_segment_size', 's')}, {extdata} "
                 f"FROM {tables.table('info_kernel_symbol')} AS s"):
+            if int(row_id) not in used:  # loaded, never dispatched: not a kernel of the run
+                continue
             info = _json(ext)
             name = (display or info.get("formatted_kernel_name") or mangled
                     or f"<kernel id {row_id}>")
@@ -196,6 +202,12 @@ class RocpdReader:
             lookups.short_names.setdefault(key, info.get("truncated_kernel_name") or None)
             lookups.mangled_names.setdefault(key, mangled or None)
             rows.append((int(row_id), key, vgprs, lds))
+        known = {row[0] for row in rows}
+        for kernel_id in sorted(self.used_kernels.get(tables.index, set()) - known):
+            key = lookups.kernel_names.setdefault(f"<kernel id {kernel_id}>",
+                                                  len(lookups.kernel_names))
+            rows.append((kernel_id, key, None, None))
+            self.missing_symbols.add((tables.index, kernel_id))
         self._temp("tk_rp_symbol", ("name_key", "vgprs", "lds"), rows)
 
     def _strings(self, tables: TableSet) -> None:
@@ -401,13 +413,14 @@ class RocpdReader:
                                       "does not read")
 
     def _used_agents(self, sets: list[TableSet]) -> None:
-        """The agents each set's dispatches ran on: one pass per set, on the side connection
-        (its own core) when the pipeline gave one, while this one reads the small tables."""
-        sql = [f"SELECT DISTINCT agent_id FROM {tables.table('kernel_dispatch')}"
-               for tables in sets]
+        """The agents and kernel symbols each set's dispatches name: one pass per set, on the
+        side connection (its own core) when the pipeline gave one. Only agents that ran a
+        dispatch become devices; a kernel id without a symbol gets a placeholder name."""
+        sql = [f"SELECT agent_id, kernel_id FROM {tables.table('kernel_dispatch')} "
+               "GROUP BY agent_id, kernel_id" for tables in sets]
         side = self.ctx.side
         futures = [side.submit(_fetch_all(query)) for query in sql] if side is not None else []
-        for tables, query, index in zip(sets, sql, range(len(sets)), strict=True):
+        for index, (tables, query) in enumerate(zip(sets, sql, strict=True)):
             rows = None
             if futures:
                 try:
@@ -416,8 +429,10 @@ class RocpdReader:
                     rows = None
             if rows is None:
                 rows = self.copier.query(query)
-            self.lookups.used_agents |= {(tables.index, int(agent)) for (agent,) in rows
+            self.lookups.used_agents |= {(tables.index, int(agent)) for agent, _ in rows
                                          if agent is not None}
+            self.used_kernels[tables.index] = {int(kernel) for _, kernel in rows
+                                               if kernel is not None}
 
     def _prepare_lookups(self, tables: TableSet) -> None:
         pids = self._processes(tables)
@@ -528,7 +543,8 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     if not reader.counts["kernels"] and not ctx.allow_no_kernels:
         raise InputError(f"{ctx.display_name}: rocpd database holds no kernel dispatch",
                          hint="record with `rocprofv3 --kernel-trace` (or --sys-trace)")
-    meta = {"counts": reader.counts, "sets": [
+    meta = {"counts": reader.counts, "kernel_ids_without_symbol": len(reader.missing_symbols),
+            "sets": [
         {"suffix": tables.suffix, "guid": tag.get("guid"),
          "schema_version": tag.get("schema_version")} for tables, tag in zip(sets, tags,
                                                                              strict=True)]}

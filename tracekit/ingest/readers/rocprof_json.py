@@ -71,7 +71,8 @@ class Process:
     state: FileState
     pid: int | None = None
     kinds: list[records.KindNames] = field(default_factory=list)
-    #: kernel_id -> (name key, VGPRs, static LDS)
+    #: kernel_id -> its symbol, and (name key, VGPRs, static LDS) once a dispatch used it
+    symbol_info: dict[int, records.Symbol] = field(default_factory=dict)
     symbols: dict[int, tuple[int, int | None, int | None]] = field(default_factory=dict)
     #: agent handle -> GPU ordinal
     gpus: dict[int, int] = field(default_factory=dict)
@@ -173,25 +174,28 @@ class RocprofJsonReader(TraceRows):
         self.messages.extend([(index, message.key, message.value) for message in messages])
 
     def _symbols(self, symbols: list[records.Symbol]) -> None:
+        """Kernel symbols by id; a name gets its key when a dispatch first uses it (a process
+        loads thousands of kernels and launches a few dozen of them)."""
         process = self.current
-        names = self.mapping
         for symbol in symbols:
-            name = _first(symbol, names.kernel_name) or UNKNOWN_KERNEL.format(symbol.kernel_id)
-            key = self.kernel_key(name)
-            process.symbols[symbol.kernel_id] = (key, symbol.arch_vgpr_count,
-                                                 symbol.group_segment_size)
-            self.short_names.setdefault(key, _first(symbol, names.short_name))
-            self.mangled_names.setdefault(key, _first(symbol, names.mangled_name))
+            process.symbol_info[symbol.kernel_id] = symbol
 
     def _symbol(self, kernel_id: int) -> tuple[int, int | None, int | None]:
-        """A kernel id's (name key, VGPRs, static LDS); an id without a symbol gets a
-        placeholder name (counted in the run's meta)."""
+        """A kernel id's (name key, VGPRs, static LDS), on its first dispatch; an id without a
+        symbol gets a placeholder name (counted in the run's meta)."""
         process = self.current
-        found = process.symbols.get(kernel_id)
-        if found is None:
-            process.counts["dispatches_without_symbol"] += 1
+        symbol = process.symbol_info.get(kernel_id)
+        names = self.mapping
+        found: tuple[int, int | None, int | None]
+        if symbol is None:
             found = (self.kernel_key(UNKNOWN_KERNEL.format(kernel_id)), None, None)
-            process.symbols[kernel_id] = found
+        else:
+            name = _first(symbol, names.kernel_name) or UNKNOWN_KERNEL.format(kernel_id)
+            key = self.kernel_key(name)
+            self.short_names.setdefault(key, _first(symbol, names.short_name))
+            self.mangled_names.setdefault(key, _first(symbol, names.mangled_name))
+            found = (key, symbol.arch_vgpr_count, symbol.group_segment_size)
+        process.symbols[kernel_id] = found
         return found
 
     def _dispatches(self, dispatches: list[records.Dispatch]) -> None:
@@ -202,9 +206,12 @@ class RocprofJsonReader(TraceRows):
         symbols = process.symbols
         seen = process.state.devices_seen
         rows = []
+        missing = process.symbol_info
         for record in dispatches:
             info = record.dispatch_info
             symbol = symbols.get(info.kernel_id) or self._symbol(info.kernel_id)
+            if info.kernel_id not in missing:
+                process.counts["dispatches_without_symbol"] += 1
             device = gpus.get(info.agent_id.handle)
             if device is None:
                 device = self._unknown_agent(info.agent_id.handle)
