@@ -88,6 +88,8 @@ def test_each_layer_gets_its_outcome(case: dict[str, Any]) -> None:
         + "; ".join(f"{f.severity} {f.rule}" for f in findings))
     for rule in case.get("warnings", []):
         assert {f.severity for f in findings if f.rule == rule} == {"warning"}, case["id"]
+    states = {j.phase: j.state for j in judged.judgements}
+    assert states == case["states"], f"{case['id']}: phase states {states}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

@@ -557,7 +557,11 @@ def _headline(phase: PhaseTime, verdicts: Sequence[LayerVerdict], ctx: FindingCo
     if unknown_share > 0.5:
         chosen = "unknown"
     else:
-        problems = [o for o in _HEADLINE_ORDER[:5] if share.get(o, 0) >= min_share]
+        # undetermined GEMMs lead only when they weigh as a warning (more than lm_head and
+        # the routers usually take); below that the sentence reads what is known
+        warning_share = rules.setting("undetermined_warning_share", 0.3)
+        problems = [o for o in _HEADLINE_ORDER[:5] if share.get(o, 0) >= (
+            warning_share if o == "undetermined" else min_share)]
         if problems:
             chosen = problems[0]
         else:
