@@ -217,3 +217,22 @@ def test_a_name_labelled_twice_is_refused(tmp_path):
     (tmp_path / "b.jsonl").write_text(line + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="already labelled"):
         load_corpus([tmp_path], RULESET.operand_types)
+
+
+def test_the_generated_cutlass_names_are_what_the_generator_writes():
+    """tests/corpus/cutlass_generated.jsonl is cutlass_library's output, unedited: where the
+    generator is installed (``pip install --no-deps nvidia-cutlass==4.2.0.0``), run it again."""
+    pytest.importorskip("cutlass_library")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_cutlass_names", CORPUS_DIR / "make_cutlass_names.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from importlib.metadata import version
+
+    if version("nvidia-cutlass") != module.VERSION:
+        pytest.skip(f"nvidia-cutlass {version('nvidia-cutlass')} is not {module.VERSION}")
+    committed = (CORPUS_DIR / "cutlass_generated.jsonl").read_text(encoding="utf-8")
+    assert module.lines(module.generate()) == committed
