@@ -108,23 +108,43 @@ def test_every_unknown_answer_says_why():
             assert answer.reason, entry.where
 
 
+def cut_lengths(name: str) -> list[int]:
+    """Where to cut ``name``: around every token boundary (the cuts that can make a token look
+    complete or drop the one that decides), every fifth character, and the printers' limits."""
+    separators = set("_<>(), :*&")
+    lengths = {n for n in range(6, len(name), 5)}
+    for index, char in enumerate(name):
+        if char in separators:
+            lengths.update((index - 1, index, index + 1))
+    lengths.update(p.keep for p in printers() if p.keep)
+    return sorted(n for n in lengths if 6 <= n < len(name))
+
+
 def test_cut_names_never_get_another_path():
-    """Cut every full corpus name the way each marking printer of rules/_truncation.toml would
-    (nsys stats, torch's table …): the answer must stay the full name's path, or become
-    ``unknown`` with a ``truncated:`` reason — never a different path."""
+    """Cut every full corpus name at every token boundary (and every fifth character), marked
+    with an ellipsis as any printer might (``…`` or ``...``): the answer must stay the full
+    name's path, or become ``unknown`` with a ``truncated:`` reason — never a different path.
+    The printers of rules/_truncation.toml (nsys stats 99 + ``…``, torch 52 + ``...``) are among
+    the lengths."""
     cutters = [p for p in printers() if p.keep and p.mark]
     assert {p.id for p in cutters} >= {"nsys-stats-column", "torch-table"}
+    cuts: list[str] = []
+    owners: list[tuple] = []
     for entry, full in zip(ENTRIES, ANSWERS, strict=True):
         if prepare(entry.name).truncated or full.path == "unknown":
             continue
-        cuts = sorted({p.cut(entry.name) for p in cutters} - {entry.name})
-        for cut, answer in zip(cuts, classify_names(cuts, RULESET), strict=True):
-            assert answer.path in (full.path, "unknown"), (
-                f"{entry.where}: cut {cut!r} answers {answer.path} ({answer.rule}), "
-                f"the full name {full.path}"
-            )
-            if answer.path == "unknown":
-                assert answer.reason.startswith("truncated:"), (cut, answer.reason)
+        for number, length in enumerate(cut_lengths(entry.name)):
+            cuts.append(entry.name[:length] + ("…" if number % 2 else "..."))
+            owners.append((entry, full))
+    assert len(cuts) > 50_000
+    problems = []
+    for cut, answer, (entry, full) in zip(cuts, classify_names(cuts, RULESET), owners,
+                                          strict=True):
+        if answer.path not in (full.path, "unknown") or (
+                answer.path == "unknown" and not answer.reason.startswith("truncated:")):
+            problems.append(f"{entry.where}: cut {cut!r} answers {answer.path} "
+                            f"({answer.rule}: {answer.reason}), the full name {full.path}")
+    assert not problems, "\n".join(problems[:20])
 
 
 def _may_need_binutils(name: str) -> bool:
