@@ -23,6 +23,7 @@ from tracekit.classifier import classify_names, load_ruleset
 from tracekit.classifier.corpus import (
     corpus_files,
     load_corpus,
+    render_markdown,
     score,
     snapshot_diff,
     snapshot_lines,
@@ -91,15 +92,38 @@ def test_accuracy_targets():
     )
 
 
-def test_the_readme_states_the_current_figures():
-    """README.md's accuracy table is the score of the corpus as it is (update both together)."""
-    result = score(ENTRIES, ANSWERS)
+def readme_table() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("<!-- accuracy-table -->")[1].split("<!-- /accuracy-table -->")[0]
-    row = (f"| {result.total.names} | {result.total.right_rate:.1%} | "
-           f"{result.total.abstention_rate:.1%} | {result.total.confident_wrong} |")
-    row = row.replace("%", " %")
-    assert row in table, f"README.md accuracy table should read: {row} (tracekit rules accuracy)"
+    return readme.split("<!-- accuracy-table -->")[1].split("<!-- /accuracy-table -->")[0]
+
+
+def test_the_readme_states_the_current_figures():
+    """README.md's accuracy tables (total, per family, per arch) are the score of the corpus as
+    it is: ``tracekit rules accuracy --markdown tests/corpus`` prints them (update both
+    together)."""
+    assert readme_table().strip() == render_markdown(score(ENTRIES, ANSWERS)), (
+        "README.md's accuracy table is stale: paste `tracekit rules accuracy --markdown "
+        "tests/corpus` between its <!-- accuracy-table --> markers")
+
+
+def test_the_accuracy_command_groups_by_family_and_by_arch():
+    from click.testing import CliRunner
+
+    from tracekit.cli import cli
+
+    runner = CliRunner()
+    by_arch = runner.invoke(cli, ["rules", "accuracy", "--by", "arch", str(CORPUS_DIR)])
+    assert by_arch.exit_code == 0, by_arch.output
+    assert by_arch.output.startswith("arch ") and "\nsm90 " in by_arch.output
+    assert "\ngfx950 " in by_arch.output and "\nany " in by_arch.output
+    both = runner.invoke(cli, ["rules", "accuracy", "--by", "both", str(CORPUS_DIR)])
+    assert both.output.startswith("family ") and "\narch " in both.output
+    markdown = runner.invoke(cli, ["rules", "accuracy", "--markdown", str(CORPUS_DIR)])
+    assert markdown.output.strip() == readme_table().strip()
+    as_json = json.loads(runner.invoke(cli, ["rules", "accuracy", "--json",
+                                             str(CORPUS_DIR)]).output)
+    assert set(as_json) >= {"total", "families", "archs"}
+    assert sum(t["names"] for t in as_json["archs"].values()) == as_json["total"]["names"]
 
 
 def test_every_unknown_answer_says_why():
