@@ -9,8 +9,8 @@ import pytest
 
 from tracekit.classifier import PATHS, classify_names, load_ruleset
 from tracekit.classifier.engine import rule_matches
-from tracekit.classifier.names import prepare
 from tracekit.classifier.loader import builtin_dir
+from tracekit.classifier.names import prepare
 from tracekit.classifier.testing import check_example, iter_examples
 from tracekit.errors import RuleFileError
 
