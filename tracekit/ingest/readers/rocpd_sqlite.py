@@ -144,18 +144,24 @@ class RocpdReader:
             command = tables.column("info_process", "command", "p")
             for row_id, pid, cmd in self.copier.query(
                     f"SELECT p.id, p.pid, {command} FROM {tables.table('info_process')} AS p"):
-                pids[int(row_id)] = int(pid)
+                key, os_pid = _id(row_id), _id(pid)
+                if key is None or os_pid is None:
+                    continue
+                pids[key] = os_pid
                 name = str(cmd).split(" ")[0].rsplit("/", 1)[-1] if cmd else None
-                self.lookups.processes.setdefault(int(pid), name)
+                self.lookups.processes.setdefault(os_pid, name)
         threads = []
         if tables.has("info_thread"):
             for row_id, tid, process, name in self.copier.query(
                     f"SELECT t.id, t.tid, t.pid, {tables.column('info_thread', 'name', 't')} "
                     f"FROM {tables.table('info_thread')} AS t"):
-                pid = pids.get(int(process)) if process is not None else None
-                threads.append((int(row_id), int(tid), pid))
+                key, os_tid = _id(row_id), _id(tid)
+                if key is None or os_tid is None:
+                    continue
+                pid = pids.get(_id(process) or 0)
+                threads.append((key, os_tid, pid))
                 if pid is not None:
-                    self.lookups.threads.setdefault((pid, int(tid)), name)
+                    self.lookups.threads.setdefault((pid, os_tid), name)
         self._temp("tk_rp_thread", ("tid", "pid"), [(i, t, p) for i, t, p in threads])
         self._temp("tk_rp_process", ("pid",), list(pids.items()))
         return pids
@@ -170,12 +176,16 @@ class RocpdReader:
                     f"{extdata} FROM {tables.table('info_agent')} AS a"):
                 if str(kind).upper() != "GPU":
                     continue
-                index = int(type_index) if type_index is not None else len(rows)
-                rows.append((int(row_id), index))
-                if (tables.index, int(row_id)) not in self.lookups.used_agents:
+                key = _id(row_id)
+                if key is None:
+                    continue
+                index = _id(type_index)
+                index = index if index is not None else len(rows)
+                rows.append((key, index))
+                if (tables.index, key) not in self.lookups.used_agents:
                     continue
                 info = _json(ext)
-                pid = pids.get(int(process)) if process is not None else None
+                pid = pids.get(_id(process) or 0)
                 self.lookups.devices.setdefault((index, pid), device_row(
                     self.ctx.run_id, index, pid, name=name, product=product,
                     target_version=_int(info.get("gfx_target_version")),
@@ -193,7 +203,8 @@ class RocpdReader:
                 f"{tables.column('info_kernel_symbol', 'arch_vgpr_count', 's')}, "
                 f"{tables.column('info_kernel_symbol', 'group_segment_size', 's')}, {extdata} "
                 f"FROM {tables.table('info_kernel_symbol')} AS s"):
-            if int(row_id) not in used:  # loaded, never dispatched: not a kernel of the run
+            key_id = _id(row_id)
+            if key_id is None or key_id not in used:  # loaded, never dispatched: not run
                 continue
             info = _json(ext)
             name = (display or info.get("formatted_kernel_name") or mangled
@@ -201,7 +212,7 @@ class RocpdReader:
             key = lookups.kernel_names.setdefault(str(name), len(lookups.kernel_names))
             lookups.short_names.setdefault(key, info.get("truncated_kernel_name") or None)
             lookups.mangled_names.setdefault(key, mangled or None)
-            rows.append((int(row_id), key, vgprs, lds))
+            rows.append((key_id, key, _id(vgprs), _id(lds)))
         known = {row[0] for row in rows}
         for kernel_id in sorted(self.used_kernels.get(tables.index, set()) - known):
             key = lookups.kernel_names.setdefault(f"<kernel id {kernel_id}>",
@@ -221,8 +232,10 @@ class RocpdReader:
                 f"string LIKE :p{index}" for index in range(len(patterns)))
             for row_id, value in self.copier.query(
                     sql, {f"p{index}": pattern for index, pattern in enumerate(patterns)}):
-                categories.append((int(row_id), "hip" if _like_any(str(value), hip)
-                                   else "marker"))
+                string_id = _id(row_id)
+                if string_id is not None:
+                    categories.append((string_id, "hip" if _like_any(str(value), hip)
+                                       else "marker"))
             for row_id, value in self._in(tables, tuple(self.marker_kind)):
                 operations.append((row_id, self.marker_kind[value]))
         self._temp("tk_rp_category", ("role",), categories)
@@ -233,8 +246,9 @@ class RocpdReader:
             return []
         sql = (f"SELECT id, string FROM {tables.table('string')} WHERE string IN ("
                + ", ".join(f":v{index}" for index in range(len(values))) + ")")
-        return [(int(i), str(s)) for i, s in self.copier.query(
-            sql, {f"v{index}": value for index, value in enumerate(values)})]
+        return [(i, str(s)) for i, s in self.copier.query(
+            sql, {f"v{index}": value for index, value in enumerate(values)})
+            if type(i) is int]
 
     # -- records, in SQL -------------------------------------------------------------------------
 
@@ -249,7 +263,9 @@ class RocpdReader:
                 JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
                 LEFT JOIN {tables.table('string')} AS s ON s.id = r.name_id AND s.guid = r.guid"""):
             names = self.lookups.api_names
-            ids.append((int(name_id), names.setdefault(str(name or ""), len(names))))
+            string_id = _id(name_id)
+            if string_id is not None:
+                ids.append((string_id, names.setdefault(str(name or ""), len(names))))
 
     def _launch_table(self, tables: TableSet) -> None:
         """``tk_rp_launch``: HIP calls by correlation id (earliest wins), for the dispatches."""
@@ -429,9 +445,10 @@ class RocpdReader:
                     rows = None
             if rows is None:
                 rows = self.copier.query(query)
-            self.lookups.used_agents |= {(tables.index, int(agent)) for agent, _ in rows
-                                         if agent is not None}
-            self.used_kernels[tables.index] = {int(kernel) for _, kernel in rows
+            self.lookups.used_agents |= {(tables.index, agent) for agent in
+                                         (_id(agent) for agent, _ in rows) if agent is not None}
+            self.used_kernels[tables.index] = {kernel for kernel in
+                                               (_id(kernel) for _, kernel in rows)
                                                if kernel is not None}
 
     def _prepare_lookups(self, tables: TableSet) -> None:
@@ -510,6 +527,14 @@ def _json(value: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def _id(value: Any) -> int | None:
+    """An id or count as the file holds it: an integer that fits in 64 bits, else None (a
+    damaged row: its lookups are left out, the records that name it keep NULLs)."""
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return value
+    return None
 
 
 def _int(value: Any) -> int | None:
