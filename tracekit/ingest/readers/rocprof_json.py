@@ -27,8 +27,10 @@ Each process of the document is one "file" of ``TraceRows``: correlation ids lin
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,8 +125,15 @@ class RocprofJsonReader(TraceRows):
                 records.decoder(records.MemoryCopy), self._copies),
         }
         before = len(self.processes)
-        with open_maybe_gzip(path) as stream:
-            SectionWalker(stream, plan, name=str(path)).walk()
+        try:
+            with open_maybe_gzip(path) as stream:
+                SectionWalker(stream, plan, name=str(path)).walk()
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(f"{path}: gzip data is truncated or corrupt ({exc})",
+                             hint="copy the file again; the capture may have been cut off"
+                             ) from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc})") from None
         if len(self.processes) == before:
             raise InputError(f"{path}: {top!r} holds no process",
                              hint="the profiler wrote no records; record the run again")
