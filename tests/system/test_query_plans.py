@@ -21,7 +21,7 @@ from tests.support.query_plans import Plan, watch_plans
 from tracekit.cli import cli
 
 SHARED = ["tracelens/b200__eager_trace.json.gz", "nsys-ai/h100_2gpu_1s.sqlite",
-          "nsys-ai/mfu_2gpu_before.sqlite"]
+          "nsys-ai/mfu_2gpu_before.sqlite", "tracelens-rocprof/908_results.json.gz"]
 
 
 def run(*args: str) -> None:
@@ -43,6 +43,19 @@ def every_command(inputs: list[Path], store: Path, out: Path) -> None:
     run("runs", "--store", str(store), "--delete", "1")
 
 
+def rocprof_inputs(folder: Path) -> list[Path]:
+    """The synthetic vLLM-on-ROCm job as a rocpd database, JSON and CSV (HIP launches, graph
+    replays, ROCTx steps: what the real MI350X file, kernels only, lacks)."""
+    from tests.support.rocprof_scenario import amd_job
+    from tracekit.synth.rocprof import write_csv, write_json, write_rocpd
+
+    job = amd_job(repeat=50)
+    rocpd = write_rocpd(job, folder / "rocpd.db", schema="3.0.3")
+    write_json(job, folder / "rocprof-json")
+    write_csv(job, folder / "rocprof-csv")
+    return [rocpd, folder / "rocprof-json", folder / "rocprof-csv"]
+
+
 @pytest.mark.slow
 def test_every_statement_of_every_command_is_linear(tmp_path: Path) -> None:
     inputs = []
@@ -57,6 +70,7 @@ def test_every_statement_of_every_command_is_linear(tmp_path: Path) -> None:
             target = tmp_path / Path(relative).name.removesuffix(".gz")
             replicate(shared / relative, target, 2)
             inputs.append(target)
+    inputs += rocprof_inputs(tmp_path)
     with watch_plans() as watch:
         every_command(inputs, tmp_path / "store.db", tmp_path)
     assert len(watch.plans) > 300  # the watch saw the commands' statements

@@ -12,7 +12,9 @@ rocprofiler-sdk's own views do: ids repeat across processes.
 Row work happens in SQLite (``tracekit.ingest.bulk``: ``INSERT … SELECT`` with the file
 attached, streamed into ``COPY`` on PostgreSQL); Python reads only the small tables (agents,
 processes, threads, kernel symbols, category and operation strings) and turns them into
-rowid-keyed TEMP lookups. Per set:
+rowid-keyed TEMP lookups. Every record table is the outer loop of its statement and every
+other table is reached by its integer primary key: the joins are ``CROSS JOIN`` (SQLite keeps
+their order) so no plan depends on the planner's guess. Per set:
 
 - kernel dispatches → kernels: the name from the symbol's ``display_name`` (the demangled,
   formatted name; short and mangled names from its ``extdata`` and ``kernel_name``), the
@@ -259,8 +261,8 @@ class RocpdReader:
         for name_id, name in self.copier.query(f"""
                 SELECT DISTINCT r.name_id, CAST(s.string AS TEXT)
                 FROM {tables.table('region')} AS r
-                JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
-                JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
+                CROSS JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
+                CROSS JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
                 LEFT JOIN {tables.table('string')} AS s ON s.id = r.name_id AND s.guid = r.guid"""):
             names = self.lookups.api_names
             string_id = _id(name_id)
@@ -276,8 +278,8 @@ class RocpdReader:
             INSERT INTO temp.tk_rp_launch
             SELECT e.stack_id, t.tid, r.start, r."end"
             FROM {tables.table('region')} AS r
-            JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
-            JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
+            CROSS JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
+            CROSS JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
             LEFT JOIN temp.tk_rp_thread AS t ON t.id = r.tid
             WHERE e.stack_id IS NOT NULL
             ON CONFLICT (key) DO UPDATE SET tid = excluded.tid, s = excluded.s, e = excluded.e
@@ -287,16 +289,16 @@ class RocpdReader:
         self._temp("tk_rp_api", ("key",), self.api_ids.get(tables.index, []))
         name_id = ":name_base_api + a.key" if self.copier.native else "n.id"
         join = ("" if self.copier.native else
-                "JOIN main.api_names AS n ON n.run_id = :run_id AND n.source_key = a.key")
+                "CROSS JOIN main.api_names AS n ON n.run_id = :run_id AND n.source_key = a.key")
         self.counts["runtime_calls"] += self.copier.copy(
             "runtime_calls",
             ("run_id", "name_id", "kind", "start_ns", "end_ns", "correlation_id", "global_tid",
              "global_pid"),
             f"""SELECT :run_id, {name_id}, 'runtime', r.start, r."end", e.stack_id, t.tid, p.pid
                 FROM {tables.table('region')} AS r
-                JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
-                JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
-                JOIN temp.tk_rp_api AS a ON a.id = r.name_id
+                CROSS JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
+                CROSS JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'hip'
+                CROSS JOIN temp.tk_rp_api AS a ON a.id = r.name_id
                 LEFT JOIN temp.tk_rp_thread AS t ON t.id = r.tid
                 LEFT JOIN temp.tk_rp_process AS p ON p.id = r.pid
                 {join}""", self.params)
@@ -311,9 +313,9 @@ class RocpdReader:
             ("run_id", "kind", "start_ns", "end_ns", "text", "domain", "global_tid", "global_pid"),
             f"""SELECT :run_id, o.kind, r.start, r."end", {message}, NULL, t.tid, p.pid
                 FROM {tables.table('region')} AS r
-                JOIN temp.tk_rp_operation AS o ON o.id = r.name_id
-                JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
-                JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'marker'
+                CROSS JOIN temp.tk_rp_operation AS o ON o.id = r.name_id
+                CROSS JOIN {tables.table('event')} AS e ON e.id = r.event_id AND e.guid = r.guid
+                CROSS JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'marker'
                 LEFT JOIN {tables.table('string')} AS s ON s.id = r.name_id AND s.guid = r.guid
                 LEFT JOIN temp.tk_rp_thread AS t ON t.id = r.tid
                 LEFT JOIN temp.tk_rp_process AS p ON p.id = r.pid""", self.params)
@@ -326,8 +328,8 @@ class RocpdReader:
             ("run_id", "kind", "start_ns", "end_ns", "text", "domain", "global_tid", "global_pid"),
             f"""SELECT :run_id, 'mark', m.timestamp, m.timestamp, {mark}, NULL, t.tid, p.pid
                 FROM {tables.table('sample')} AS m
-                JOIN {tables.table('event')} AS e ON e.id = m.event_id AND e.guid = m.guid
-                JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'marker'
+                CROSS JOIN {tables.table('event')} AS e ON e.id = m.event_id AND e.guid = m.guid
+                CROSS JOIN temp.tk_rp_category AS c ON c.id = e.category_id AND c.role = 'marker'
                 LEFT JOIN {tables.table('track')} AS k ON k.id = m.track_id AND k.guid = m.guid
                 LEFT JOIN temp.tk_rp_thread AS t ON t.id = k.tid
                 LEFT JOIN temp.tk_rp_process AS p ON p.id = k.pid""", self.params)
@@ -336,7 +338,8 @@ class RocpdReader:
         d = "kernel_dispatch"
         name_id = (":name_base + y.name_key" if self.copier.native else "n.id")
         join = ("" if self.copier.native else
-                "JOIN main.kernel_names AS n ON n.run_id = :run_id AND n.source_key = y.name_key")
+                "CROSS JOIN main.kernel_names AS n ON n.run_id = :run_id "
+                "AND n.source_key = y.name_key")
 
         def blocks(axis: str) -> str:
             return (f"CASE WHEN d.workgroup_size_{axis} > 0 THEN (d.grid_size_{axis} + "
@@ -357,7 +360,7 @@ class RocpdReader:
                        NULLIF({tables.column(d, 'graph_exec_id', 'd')}, 0),
                        COALESCE(t.pid, p.pid), COALESCE(l.tid, t.tid), l.s, l.e
                 FROM {tables.table(d)} AS d
-                JOIN temp.tk_rp_symbol AS y ON y.id = d.kernel_id
+                CROSS JOIN temp.tk_rp_symbol AS y ON y.id = d.kernel_id
                 LEFT JOIN {tables.table('event')} AS e ON e.id = d.event_id AND e.guid = d.guid
                 LEFT JOIN temp.tk_rp_agent AS g ON g.id = d.agent_id
                 LEFT JOIN temp.tk_rp_thread AS t ON t.id = d.tid
