@@ -31,6 +31,7 @@ def upgrade() -> None:
     sa.Column('phase', sa.String(length=16), nullable=False),
     sa.Column('layer', sa.String(length=16), nullable=False),
     sa.Column('source', sa.String(length=16), nullable=False),
+    sa.Column('confidence', sa.String(length=8), nullable=True),
     sa.Column('launches', sa.BigInteger(), nullable=False),
     sa.Column('total_ns', sa.BigInteger(), nullable=False),
     sa.Column('detail', sa.Text(), nullable=True),
