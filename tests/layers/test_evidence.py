@@ -160,7 +160,7 @@ def test_launches_per_step() -> None:
     assert "2×/4×" not in per_layer.detail and "num_hidden_layers (32)" in per_layer.detail
     once = count_call({1: 40}, layers=32)
     assert once is not None and once.layer == "lm_head" and once.source == "launch_count"
-    assert count_call({1: 40}, layers=None) is not None  # needs no dimension
+    assert count_call({1: 40}, layers=None) is None  # nothing says it is a decoder's forward
     assert count_call({3: 16}, layers=32) is None  # the H200 fixture: 3 per step
     assert count_call({1: 1}, layers=32) is None  # one step tells nothing
     assert count_call({1: 5, 2: 5}, layers=32) is None

@@ -5,7 +5,10 @@ serves it is launched a multiple of ``num_hidden_layers`` times in each step (q/
 one kernel: twice). One launched once per step is no per-layer linear: the one GEMM a
 forward runs once is lm_head. Weak evidence (``launch_count``, confidence low): another
 once-per-step GEMM (an MTP head, a pooler) would read the same, and a kernel cuBLAS picks for
-some batch sizes only runs in some steps. It is used only where nothing stronger spoke.
+some batch sizes only runs in some steps. It is used only where nothing stronger spoke, only
+with a config that gives ``num_hidden_layers`` (without one nothing says the workload is a
+decoder LLM's forward: a benchmark launching each GEMM once per step is no lm_head), and only
+on engine step markers (heuristic steps are inferred from the kernels themselves).
 
 The counts come from one SQL pass over the undecided names' GEMM launches: per (name, phase,
 step) the launches, then per (name, phase) how many steps had each count — a histogram of a
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from tracekit.layers.model import Call
 from tracekit.store.sql import text_with_lists
@@ -42,8 +45,11 @@ GROUP BY s.name_id, s.phase, s.launches
 
 def launch_histogram(connection: Connection, run_id: int, names: Collection[int]
                      ) -> dict[tuple[int, str], dict[int, int]]:
-    """(name, phase) → {launches in a step: steps} for the GEMM names given."""
-    if not names:
+    """(name, phase) → {launches in a step: steps} for the GEMM names given; empty when the
+    run's steps are not engine step markers."""
+    if not names or connection.execute(text(
+            "SELECT 1 FROM steps WHERE run_id = :run_id AND source = 'marker' LIMIT 1"),
+            {"run_id": run_id}).first() is None:
         return {}
     statement = text_with_lists(_HISTOGRAM, names=sorted(names), gemm_ops=GEMM_OPS)
     out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
@@ -53,25 +59,23 @@ def launch_histogram(connection: Connection, run_id: int, names: Collection[int]
 
 
 def count_call(histogram: dict[int, int], layers: int | None) -> Call | None:
-    """What a name's launches per step say, with ``layers`` = num_hidden_layers (None when
-    no config was given: then only the once-per-step reading, which needs no dimension)."""
+    """What a name's launches per step say, with ``layers`` = num_hidden_layers (None: no
+    config gave it, and the counts say nothing)."""
     steps = sum(histogram.values())
-    if steps < MIN_STEPS:
+    if steps < MIN_STEPS or layers is None or layers < 2:
         return None
-    if layers is not None and layers > 1:
-        multiples = sum(n for launches, n in histogram.items()
-                        if launches >= layers and launches % layers == 0)
-        if multiples >= AGREEMENT * steps:
-            per_step = sorted({launches // layers for launches in histogram
-                               if launches % layers == 0 and launches >= layers})
-            times = "/".join(str(p) for p in per_step)
-            return Call("decoder_layers", "launch_count",
-                        f"launched {times}× num_hidden_layers ({layers}) times per step in "
-                        f"{multiples} of its {steps} steps: a linear of the decoder layers")
+    multiples = sum(n for launches, n in histogram.items()
+                    if launches >= layers and launches % layers == 0)
+    if multiples >= AGREEMENT * steps:
+        per_step = sorted({launches // layers for launches in histogram
+                           if launches % layers == 0 and launches >= layers})
+        times = "/".join(str(p) for p in per_step)
+        return Call("decoder_layers", "launch_count",
+                    f"launched {times}× num_hidden_layers ({layers}) times per step in "
+                    f"{multiples} of its {steps} steps: a linear of the decoder layers")
     once = histogram.get(1, 0)
-    if once >= AGREEMENT * steps and (layers is None or layers > 1):
-        against = f" (num_hidden_layers {layers})" if layers else " (no config given)"
+    if once >= AGREEMENT * steps:
         return Call("lm_head", "launch_count",
-                    f"launched once per step in {once} of its {steps} steps{against}: not a "
-                    "per-layer linear; the GEMM a forward runs once is lm_head")
+                    f"launched once per step in {once} of its {steps} steps (num_hidden_layers "
+                    f"{layers}): not a per-layer linear; the GEMM a forward runs once is lm_head")
     return None
