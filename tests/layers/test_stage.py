@@ -258,7 +258,7 @@ def test_a_new_model_reattributes_a_stored_run(store: Store, tmp_path: Path) -> 
 # -- cost --------------------------------------------------------------------------------------
 
 def test_the_stage_grows_linearly(tmp_path: Path) -> None:
-    """8× the launches (with their module frames and ops) costs at most ~10× the time: every
+    """8× the launches (with their module frames and ops) costs at most ~12× the time: every
     launch is a few index seeks, the frames a window pass and a seek each, the groupings
     sort; a seek that scanned the frames would be ~64×. Timed in turns (best of five)."""
 
@@ -280,6 +280,6 @@ def test_the_stage_grows_linearly(tmp_path: Path) -> None:
     turns = [(once(*small), once(*large)) for _ in range(5)]
     ratio = min(big for _, big in turns) / min(little for little, _ in turns)
     assert_sums_match_groups(*large)
-    assert ratio <= 11, ratio
+    assert ratio <= 12, ratio
     for store, _ in (small, large):
         store.dispose()

@@ -4,8 +4,8 @@ vLLM (``--enable-layerwise-nvtx-tracing``), SGLang (``--enable-layerwise-nvtx-ma
 TensorRT-LLM (``enable_layerwise_nvtx_marker``) push the same dict text around every module's
 forward, ``{'Module': 'LlamaForCausalLM.model.layers.0.self_attn.qkv_proj', …}``;
 TensorRT-LLM's layer-wise benchmarks name ranges by class (``Attention``, ``Deepseekv3MoE``).
-The formats are data (``rules/_layer_markers.toml``): SQL ``LIKE`` patterns find the
-candidate texts in one pass, a regex reads each distinct text once. A module path names its
+The formats are data (``rules/_layer_markers.toml``): SQL ``LIKE`` patterns and exact texts
+find the candidate texts in one pass, a regex reads each distinct text once. A module path names its
 group by the module-name words the checkpoint declarations use
 (``tracekit.expect.checkpoint.layers.module_layer``), with the table's own path rows for
 engine modules those words do not name (vLLM's ``logits_processor`` holds lm_head's GEMM).
@@ -30,6 +30,7 @@ class MarkerFormat:
 
     id: str
     like: tuple[str, ...]
+    texts: tuple[str, ...]
     regex: re.Pattern[str]
 
 
@@ -50,7 +51,8 @@ def formats() -> tuple[MarkerFormat, ...]:
         where = f"[[format]] {index + 1}"
         rows.append(MarkerFormat(
             id=str(require(row, "id", MARKERS_FILE, where)),
-            like=tuple(str(p) for p in require(row, "like", MARKERS_FILE, where)),
+            like=tuple(str(p) for p in row.get("like", ())),
+            texts=tuple(str(t) for t in row.get("texts", ())),
             regex=re.compile(str(require(row, "regex", MARKERS_FILE, where)))))
     return tuple(rows)
 
@@ -68,6 +70,11 @@ def _paths() -> tuple[tuple[str, bool, re.Pattern[str]], ...]:
 def like_patterns() -> list[str]:
     """Every format's SQL LIKE patterns (the prefilter of the range texts)."""
     return [pattern for marker in formats() for pattern in marker.like]
+
+
+def exact_texts() -> list[str]:
+    """Every format's exact range texts (the rest of the prefilter)."""
+    return [value for marker in formats() for value in marker.texts]
 
 
 def parse(text: str) -> Label | None:

@@ -125,7 +125,9 @@ def attribute_layers(connection: Connection, run_id: int, shape: ModelShape | No
     undecided = {g.name_id for g in groups
                  if not any(c.definite for c in own[g]) and kernel_calls.get(g.name_id) is None}
     layers = shape.num_hidden_layers if shape is not None else None
-    histograms = launch_histogram(connection, run_id, undecided) if undecided else {}
+    # launch counts mean something only against num_hidden_layers (tracekit.layers.counts)
+    histograms = (launch_histogram(connection, run_id, undecided)
+                  if undecided and layers and layers > 1 else {})
     count_calls = {key: count_call(histogram, layers) for key, histogram in histograms.items()}
     inherited = _inheritance(groups, own)
     context = _missing_evidence(counts, shape, bool(module_calls), bool(nvtx_calls))
@@ -177,11 +179,14 @@ def _module_calls(connection: Connection, run_id: int) -> dict[int, Call]:
 def _nvtx_calls(connection: Connection, run_id: int) -> dict[int, Call]:
     """Layer NVTX ranges (texts prefiltered in SQL, read once each) nested; each distinct
     chain decided by its innermost range."""
-    patterns = markers.like_patterns()
-    clauses = " OR ".join(f"text LIKE :p{i}" for i in range(len(patterns)))
+    patterns, exact = markers.like_patterns(), markers.exact_texts()
+    clauses = [f"text LIKE :p{i}" for i in range(len(patterns))]
+    if exact:
+        clauses.append("text IN :exact")
     statement = text_with_lists(
         "SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id AND kind IN :kinds "
-        f"AND ({clauses})", kinds=NVTX_RANGE_KINDS)
+        f"AND ({' OR '.join(clauses)})", kinds=NVTX_RANGE_KINDS,
+        **({"exact": exact} if exact else {}))
     found = {}
     for (raw,) in connection.execute(statement, {"run_id": run_id, **{
             f"p{i}": p for i, p in enumerate(patterns)}}):
@@ -221,6 +226,11 @@ def _load_texts(connection: Connection, rows: Sequence[tuple[str, int]]) -> None
 
 # -- the one pass over the launches ------------------------------------------------------------
 
+#: Keeps the per-launch subquery a subquery: flattened into the GROUP BY, SQLite would run
+#: each chain seek twice per launch (once for the column, once for the grouping key).
+_NOT_FLATTENED = {True: "LIMIT -1", False: "OFFSET 0"}
+
+
 def _launch_groups(connection: Connection, run_id: int, *, modules: bool, ranges: bool,
                    shapes: bool) -> list[LaunchGroup]:
     """The run's GEMM launches grouped by name, phase, replay, innermost frame chain,
@@ -244,7 +254,8 @@ def _launch_groups(connection: Connection, run_id: int, *, modules: bool, ranges
                      k.end_ns - k.start_ns AS ns
               FROM kernels AS k CROSS JOIN classifications AS c {join_ops}
               WHERE k.run_id = :run_id AND c.run_id = k.run_id AND c.name_id = k.name_id
-                AND c.op IN :gemm_ops) AS s
+                AND c.op IN :gemm_ops {_NOT_FLATTENED[connection.dialect.name == "sqlite"]}
+              ) AS s
         GROUP BY s.name_id, s.phase, s.replay, s.module_chain, s.nvtx_chain, s.op_name,
                  s.input_types, s.input_dims""", gemm_ops=GEMM_OPS)
     groups = []
@@ -323,12 +334,14 @@ def _unowned(group: LaunchGroup, inherited: Call | None, context: str) -> Call:
 
 def _missing_evidence(counts: dict[str, int], shape: ModelShape | None, modules: bool,
                       ranges: bool) -> str:
-    """Why a launch with nothing of its own has nothing: what the run lacks."""
+    """Why a launch with nothing of its own has nothing: what the run lacks, and how to
+    record it."""
     if modules or ranges:
-        return "no module frame or layer range around its launch, no shapes that tell"
-    lacking = ["no nn.Module frames (torch.profiler with_stack=True)",
-               "no layer NVTX ranges (vLLM --enable-layerwise-nvtx-tracing, SGLang "
-               "--enable-layerwise-nvtx-marker)"]
+        lacking = ["no module frame or layer range around its launch"]
+    else:
+        lacking = ["no nn.Module frames (torch.profiler with_stack=True)",
+                   "no layer NVTX ranges (vLLM --enable-layerwise-nvtx-tracing, SGLang "
+                   "--enable-layerwise-nvtx-marker)"]
     if counts["cpu_ops"] == 0:
         lacking.append("no framework ops with shapes (torch.profiler record_shapes=True)")
     elif shape is None:
