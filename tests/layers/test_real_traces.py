@@ -110,3 +110,13 @@ def test_h200_fixture_by_its_real_shapes(tmp_path: Path) -> None:
     assert {row["name"][:22] for row in bmm} == {"nvjet_sm90_tst_256x128", "nvjet_sm90_tst_64x8_64"}
     assert all("no weight shape that tells" in row["detail"] for row in bmm)
     store.dispose()
+
+
+def test_h100_bert_encoder_modules(shared_trace: Any, tmp_path: Path) -> None:
+    """An encoder's Hugging Face layout: BertIntermediate and BertOutput are the feed-forward,
+    BertSelfOutput (inside BertAttention) the attention's output, the MLM head lm_head."""
+    store, run_id = _run(tmp_path, shared_trace(
+        "tracelens/h100__gaunernst_bert-small-uncased__1016001.redacted.json.gz"), None)
+    assert _by_layer(layer_rows(store, run_id)) == {
+        ("attention", "module"): 16, ("mlp", "module"): 8, ("lm_head", "module"): 2}
+    store.dispose()

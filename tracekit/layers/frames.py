@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import Connection, text
 
 from tracekit.ingest.bulk import insert_rows
+from tracekit.vocabulary import LAYER_SOURCES
 
 FRAME_TABLES = ("tk_layer_raw", "tk_layer_frames", "tk_layer_chains")
 BOUNDS_TABLE = "tk_layer_bounds"
@@ -151,6 +152,7 @@ def index_bounds(connection: Connection) -> None:
 def innermost_chain(source: str, tid: str, at: str) -> str:
     """SQL for the chain id of the innermost ``source`` interval around instant ``at`` on
     thread ``tid`` (column expressions of the outer query), NULL outside every interval."""
+    assert source in LAYER_SOURCES  # a word of the vocabulary, never a value from a trace
     return (f"(SELECT b.chain_id FROM {BOUNDS_TABLE} AS b WHERE b.source = '{source}' "
             f"AND b.tid = {tid} AND b.t <= {at} ORDER BY b.t DESC, b.ord DESC, b.sub DESC "
             "LIMIT 1)")

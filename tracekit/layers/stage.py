@@ -102,49 +102,8 @@ def attribute_layers(connection: Connection, run_id: int, shape: ModelShape | No
               for n, p, c, t in connection.execute(_GEMM_TIME, params)}
     if not totals:
         return 0
-    names = {int(i): (str(name), op, rule)
-             for i, name, op, rule in connection.execute(_GEMM_NAMES, params)}
-    counts = run_counts(connection, run_id)
-    frames.drop_tables(connection)
-    frames.create_bounds(connection)
-    module_calls = _module_calls(connection, run_id) if counts["module_frames"] else {}
-    nvtx_calls = _nvtx_calls(connection, run_id) if counts["nvtx_ranges"] else {}
-    with_shapes = shape is not None and counts["cpu_ops"] > 0
-    if module_calls or nvtx_calls or with_shapes:
-        frames.index_bounds(connection)
-        groups = _launch_groups(connection, run_id, modules=bool(module_calls),
-                                ranges=bool(nvtx_calls), shapes=with_shapes)
-    else:
-        groups = [LaunchGroup(name_id, phase, False, None, None, None, launches, ns)
-                  for (name_id, phase), (launches, ns) in totals.items()]
-    frames.drop_tables(connection)
-    readings = (read_signatures({g.signature for g in groups if g.signature}, shape)
-                if with_shapes and shape is not None else {})
-    kernel_calls = {name_id: kernel_call(*names[name_id]) for name_id in names}
-    own = {group: _own_calls(group, module_calls, nvtx_calls, readings) for group in groups}
-    undecided = {g.name_id for g in groups
-                 if not any(c.definite for c in own[g]) and kernel_calls.get(g.name_id) is None}
-    layers = shape.num_hidden_layers if shape is not None else None
-    # launch counts mean something only against num_hidden_layers (tracekit.layers.counts)
-    histograms = (launch_histogram(connection, run_id, undecided)
-                  if undecided and layers and layers > 1 else {})
-    count_calls = {key: count_call(histogram, layers) for key, histogram in histograms.items()}
-    inherited = _inheritance(groups, own)
-    context = _missing_evidence(counts, shape, bool(module_calls), bool(nvtx_calls))
-    rows: dict[tuple[int, str, str, str], _Row] = defaultdict(_Row)
-    for group in groups:
-        calls = list(own[group])
-        for extra in (kernel_calls.get(group.name_id),
-                      count_calls.get((group.name_id, group.phase))):
-            if extra is not None:
-                calls.append(extra)
-        if not own[group]:
-            calls.append(_unowned(group, inherited.get(group.name_id), context))
-        call = decide(calls)
-        row = rows[(group.name_id, group.phase, call.layer or "unknown", call.source)]
-        row.launches += group.launches
-        row.ns += group.ns
-        row.details[call.detail] = row.details.get(call.detail, 0) + group.ns
+    evidence = _gather(connection, run_id, shape, totals)
+    rows = _attribute(connection, run_id, shape, evidence)
     _check_sums(rows, totals)
     insert_rows(connection, "layer_times",
                 ("run_id", "name_id", "phase", "layer", "source", "confidence", "launches",
@@ -154,6 +113,79 @@ def attribute_layers(connection: Connection, run_id: int, shape: ModelShape | No
                   _detail(row.details))
                  for (name_id, phase, layer, source), row in sorted(rows.items())])
     return len(rows)
+
+
+@dataclass
+class _Evidence:
+    """What the run's launches have: their groups and the calls of their chains, signatures
+    and names, and why a launch with nothing has nothing."""
+
+    groups: list[LaunchGroup]
+    own: dict[LaunchGroup, tuple[Call, ...]]
+    kernel_calls: dict[int, Call | None]
+    context: str
+
+
+def _gather(connection: Connection, run_id: int, shape: ModelShape | None,
+            totals: dict[tuple[int, str], tuple[int, int]]) -> _Evidence:
+    """Nest the frames and ranges, group the launches by their evidence (one pass, or none
+    when nothing per launch exists) and decide each distinct chain and signature."""
+    names = {int(i): (str(name), op, rule)
+             for i, name, op, rule in connection.execute(_GEMM_NAMES, {"run_id": run_id})}
+    counts = run_counts(connection, run_id)
+    frames.drop_tables(connection)
+    frames.create_bounds(connection)
+    try:
+        module_calls = _module_calls(connection, run_id) if counts["module_frames"] else {}
+        nvtx_calls = _nvtx_calls(connection, run_id) if counts["nvtx_ranges"] else {}
+        with_shapes = shape is not None and counts["cpu_ops"] > 0
+        if module_calls or nvtx_calls or with_shapes:
+            frames.index_bounds(connection)
+            groups = _launch_groups(connection, run_id, modules=bool(module_calls),
+                                    ranges=bool(nvtx_calls), shapes=with_shapes)
+        else:
+            groups = [LaunchGroup(name_id, phase, False, None, None, None, launches, ns)
+                      for (name_id, phase), (launches, ns) in totals.items()]
+    finally:
+        frames.drop_tables(connection)
+        connection.execute(text("DROP TABLE IF EXISTS tk_layer_texts"))
+    readings = (read_signatures({g.signature for g in groups if g.signature}, shape)
+                if with_shapes and shape is not None else {})
+    return _Evidence(
+        groups=groups,
+        own={group: _own_calls(group, module_calls, nvtx_calls, readings) for group in groups},
+        kernel_calls={name_id: kernel_call(*names[name_id]) for name_id in names},
+        context=_missing_evidence(counts, shape, bool(module_calls), bool(nvtx_calls)))
+
+
+def _attribute(connection: Connection, run_id: int, shape: ModelShape | None,
+               evidence: _Evidence) -> dict[tuple[int, str, str, str], _Row]:
+    """Each launch group's call, strongest evidence first, summed per (name, phase, layer,
+    source)."""
+    own, kernel_calls = evidence.own, evidence.kernel_calls
+    undecided = {g.name_id for g in evidence.groups
+                 if not any(c.definite for c in own[g]) and kernel_calls.get(g.name_id) is None}
+    layers = shape.num_hidden_layers if shape is not None else None
+    # launch counts mean something only against num_hidden_layers (tracekit.layers.counts)
+    histograms = (launch_histogram(connection, run_id, undecided)
+                  if undecided and layers and layers > 1 else {})
+    count_calls = {key: count_call(histogram, layers) for key, histogram in histograms.items()}
+    inherited = _inheritance(evidence.groups, own)
+    rows: dict[tuple[int, str, str, str], _Row] = defaultdict(_Row)
+    for group in evidence.groups:
+        calls = list(own[group])
+        for extra in (kernel_calls.get(group.name_id),
+                      count_calls.get((group.name_id, group.phase))):
+            if extra is not None:
+                calls.append(extra)
+        if not own[group]:
+            calls.append(_unowned(group, inherited.get(group.name_id), evidence.context))
+        call = decide(calls)
+        row = rows[(group.name_id, group.phase, call.layer or "unknown", call.source)]
+        row.launches += group.launches
+        row.ns += group.ns
+        row.details[call.detail] = row.details.get(call.detail, 0) + group.ns
+    return rows
 
 
 # -- evidence per distinct chain ---------------------------------------------------------------
