@@ -144,6 +144,10 @@ def declare_layers(declaration: Declaration,
     result: dict[str, LayerDeclaration] = {}
     for layer in DECLARED_LAYERS:
         mine = [decisions[i] for i, module in enumerate(modules) if module.layer == layer]
+        if layer == "vision" and any(d[2] is not None for d in mine):
+            # the vision names are alternative spellings of one tower: those the config's
+            # entries name decide, the spellings nothing names are not other modules
+            mine = [d for d in mine if d[2] is not None]
         result[layer] = _group(layer, mine, sixteen, present.get(layer), declaration)
     return result
 
