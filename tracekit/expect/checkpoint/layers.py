@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from tracekit.datafiles import load_table
 from tracekit.expect.checkpoint.declaration import (
@@ -125,9 +125,20 @@ def declare_layers(declaration: Declaration,
     model has; without one, a few layers of the family's module names stand for the model and
     every group's ``present`` is None.
     """
+    return dict(_declare(declaration, shape if shape is not None else declaration.shape))
+
+
+@lru_cache(maxsize=64)
+def _declare(declaration: Declaration,
+             shape: ModelShape | None) -> tuple[tuple[str, LayerDeclaration], ...]:
+    """declare_layers, once per (declaration, shape): the judgement asks for every phase."""
+    return tuple(_declare_uncached(declaration, shape).items())
+
+
+def _declare_uncached(declaration: Declaration,
+                      shape: ModelShape | None) -> dict[str, LayerDeclaration]:
     from tracekit.expect.checkpoint.modules import Module, model_modules
 
-    shape = shape if shape is not None else declaration.shape
     if declaration.not_understood is not None:
         return _not_understood(declaration, shape)
     if declaration.module_names:  # the file lists every module (GGUF): no names to guess
@@ -160,18 +171,41 @@ def _decide(declaration: Declaration, modules: list) -> list[_Decision]:
     rules = declaration.rules
     if declaration.method == "unquantized" or not rules:
         return [(None, "not_targeted", None) for _ in modules]
+    # plain names (a MIXED_PRECISION checkpoint lists hundreds) are looked up, not matched:
+    # an exact name decides the module it names, a wildcard-kind name also the modules inside
+    exact: dict[str, int] = {}
+    blocks: dict[str, int] = {}
+    patterned: list[int] = []
+    for number, rule in enumerate(rules):
+        plain = rule.match in {"exact", "ct", "wildcard"} and "*" not in rule.pattern \
+            and not rule.pattern.startswith("re:")
+        if plain:
+            table = blocks if rule.match == "wildcard" else exact
+            table.setdefault(rule.pattern, number)
+        else:
+            patterned.append(number)
     decided: list[_Decision | None] = [None] * len(modules)
     hits = Counter[int]()
     for index, module in enumerate(modules):
-        for number, rule in enumerate(rules):
+        best = exact.get(module.name, len(rules))
+        parts = module.name.split(".")
+        for cut in range(len(parts), 0, -1):
+            best = min(best, blocks.get(".".join(parts[:cut]), len(rules)))
+        for number in patterned:
+            if number >= best:
+                break
+            rule = rules[number]
             if rule.match == "class":
-                if module.layer not in (rule.groups or ()):
-                    continue
-            elif not matcher(rule.pattern, rule.match)(module.name):
-                continue
-            hits[number] += 1
+                if module.layer in (rule.groups or ()):
+                    best = number
+                    break
+            elif matcher(rule.pattern, rule.match)(module.name):
+                best = number
+                break
+        if best < len(rules):
+            rule = rules[best]
+            hits[best] += 1
             decided[index] = (rule.scheme, rule.status, rule)
-            break
     # patterns in a spelling the family's names lack: apply them to the group their words name
     for number, rule in enumerate(rules):
         if rule.match == "class" or hits[number]:

@@ -53,6 +53,9 @@ def matcher(pattern: str, kind: str) -> Callable[[str], bool]:
             return lambda name: compiled.match(name) is not None
         return lambda name: name == pattern
     if kind == "wildcard":
+        if pattern.endswith("*") and "*" not in pattern[:-1]:  # "model.layers.3.self_attn*"
+            prefix = pattern[:-1]
+            return lambda name: name.startswith(prefix)
         whole = _compile(_wildcard(pattern) + r"(?:\..*)?")
         return lambda name: whole.fullmatch(name) is not None
     if kind == "dotted":
