@@ -107,3 +107,16 @@ def test_expectations_carry_the_shape_read_with_the_declaration() -> None:
     assert result.declaration is not None and result.shape is not None
     assert result.shape.kv_lora_rank == 512 and result.model_error is None
     assert result.model_label == "fp8-block-deepseek-v3" and result.warnings == ()
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in BY_NAME.items() if "gguf" not in c))
+def test_every_case_folder_works_as_model(name: str) -> None:
+    class Options:
+        model = CHECKPOINTS / name
+        expect = None
+        gpu = None
+        logs = ()
+
+    result = load_expectations(Options())
+    assert result.model_error is None and result.warnings == ()
+    assert result.declaration is not None and result.model_label == name
