@@ -9,6 +9,7 @@ import click
 
 from tracekit.cli import fail
 from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json, store_option
+from tracekit.vocabulary import ENGINES
 
 
 @click.command()
@@ -21,6 +22,9 @@ from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json,
                    "weight_only, bf16, fp16, tf32, fp32, fp64).")
 @click.option("--gpu", default=None, metavar="NAME|ARCH",
               help="The GPU when the trace does not say (e.g. 'RTX 5090', sm120).")
+@click.option("--engine", type=click.Choice(ENGINES), default=None,
+              help="The engine that ran the trace, when its step markers and log lines do not "
+                   "say: which kernels it can launch for each layer on this GPU.")
 @click.option("--log", "logs", multiple=True, type=click.Path(path_type=Path),
               help="Engine log to scan for kernel-selection and fallback lines (repeatable).")
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(path_type=Path),
@@ -35,7 +39,7 @@ from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json,
               help="Recognize a stored trace by its content hash only (by default the same "
                    "path with unchanged size, time and inode is the stored run).")
 def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
-            expect: str | None, gpu: str | None, logs: tuple[Path, ...],
+            expect: str | None, gpu: str | None, engine: str | None, logs: tuple[Path, ...],
             rules_dirs: tuple[Path, ...], label: str | None, as_json: bool,
             html_path: Path | None, fail_on: str | None, rehash: bool) -> None:
     """Analyze trace FILES: which arithmetic each GEMM ran, per phase, with a verdict.
@@ -58,7 +62,7 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
         fail(f"cannot write the report {html_path}: folder {html_path.absolute().parent} "
              "does not exist")
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
-                              rules_dirs=rules_dirs, label=label, rehash=rehash)
+                              rules_dirs=rules_dirs, label=label, rehash=rehash, engine=engine)
     if fail_on:
         # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
         # expectation that cannot be read is bad usage (without it, a warning).

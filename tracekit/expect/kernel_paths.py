@@ -31,11 +31,12 @@ from tracekit.datafiles import builtin_file
 from tracekit.expect.checkpoint.declaration import LayerScheme
 from tracekit.expect.checkpoint.layers import LayerDeclaration
 from tracekit.gpus import arch_info, known_archs, parse_arch
-from tracekit.vocabulary import PATHS, QUANTIZED_PATHS, WIDE_PATHS
+from tracekit.vocabulary import ENGINES, PATHS, QUANTIZED_PATHS, WIDE_PATHS
 
+__all__ = ["ENGINES", "ENGINE_NAMES", "KINDS", "SCOPES", "ExpectedPath", "combine_engines",
+           "declared_format", "expected_path", "kernel_path_table", "layer_scope", "rank",
+           "scheme_path"]
 KERNEL_PATHS_FILE = "_kernel_paths.toml"
-#: the engines whose kernel choices tracekit knows (``--engine``); None = not known
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llama.cpp")
 #: how each engine is named in sentences
 ENGINE_NAMES: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM",
                                 "llama.cpp": "llama.cpp"}
@@ -244,12 +245,14 @@ def scheme_path(scheme: LayerScheme, scope: str, arch: str | None,
         return ExpectedPath(scheme.path, "by_design", f"{scheme.path.upper()} GEMMs",
                             scope=scope, engine=engine)
     fmt = declared_format(scheme)
+    spelled = parse_arch(arch)
+    if fmt is None and scheme.weights is None:
+        return _capability_only(scheme, scope, spelled, engine)
     if fmt is None:
         return ExpectedPath("unknown", "unknown", "", reason=(
             f"{scheme.scheme} {scheme.quant} (weights {scheme.weights}, activations "
             f"{scheme.activations or '16-bit'}) is no format of rules/{KERNEL_PATHS_FILE}"),
             scope=scope, engine=engine)
-    spelled = parse_arch(arch)
     if spelled is None:
         return ExpectedPath("unknown", "unknown", "", reason="the GPU's architecture is unknown",
                             format=fmt.id, family=fmt.family, scope=scope, engine=engine)
@@ -264,6 +267,32 @@ def scheme_path(scheme: LayerScheme, scope: str, arch: str | None,
             f"{engine!r} is not an engine tracekit knows ({', '.join(ENGINES)})"),
             format=fmt.id, family=fmt.family, scope=scope)
     return _lookup(fmt, scope, spelled, engine)
+
+
+def _capability_only(scheme: LayerScheme, scope: str, arch: str | None,
+                     engine: str | None) -> ExpectedPath:
+    """A declaration that states a path and no weight format (``--expect fp4``): what the GPU
+    computes natively decides, as no engine's format table can."""
+    stated = f"{scheme.quant} {scheme.scheme}".strip()
+    if scheme.path == "weight_only":
+        return ExpectedPath("weight_only", "by_design", "weight-only GEMMs", scope=scope,
+                            engine=engine, reason=f"{stated} is weight-only by design")
+    if arch is None:
+        return ExpectedPath("unknown", "unknown", "", reason="the GPU's architecture is unknown",
+                            scope=scope, engine=engine)
+    info = arch_info(arch)
+    if info is None:
+        return ExpectedPath("unknown", "unknown", "", scope=scope, engine=engine,
+                            reason=f"{arch} is not in the capability table")
+    if scheme.path in info.native:
+        return ExpectedPath(scheme.path, "native", f"{scheme.path.upper()} GEMMs", scope=scope,
+                            engine=engine, cite=f"rules/_gpus.toml [arch.{arch}]",
+                            reason=(f"{arch} computes {scheme.path.upper()} natively (the "
+                                    "declaration names no weight format: capability only)"))
+    return ExpectedPath("weight_only", "hardware_fallback", "weight-only GEMMs (Marlin)",
+                        scope=scope, engine=engine, cite=f"rules/_gpus.toml [arch.{arch}]",
+                        reason=(f"{arch} has no native {scheme.path.upper()} (the declaration "
+                                "names no weight format: capability only)"))
 
 
 def _lookup(fmt: FormatRow, scope: str, arch: str, engine: str) -> ExpectedPath:
