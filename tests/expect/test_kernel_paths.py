@@ -92,7 +92,7 @@ GGUF_MXFP4 = scheme("mxfp4", "q8_1", "MXFP4_MOE")
     (Q4_K, "mlp", "sm89", "llama.cpp", "int8", "native"),
     (Q4_K, "mlp", "sm70", "llama.cpp", "fp16", "by_design"),
     (Q4_K, "mlp", "sm90", "sglang", "int8", "native"),
-    (Q4_K, "mlp", "sm90", "trtllm", "unknown", "unknown"),
+    (Q4_K, "mlp", "sm90", "trtllm", "unknown", "unsupported"),
 ])
 def test_expected_path_row_families(declared: LayerScheme, layer: str, arch: str, engine: str,
                                     path: str, kind: str) -> None:
@@ -202,11 +202,8 @@ def test_table_words_are_checked() -> None:
 
 
 def _scheme_of(format_id: str) -> LayerScheme:
-    """A declared scheme that is this format (the first of its weights and activations)."""
+    """A declared scheme that is this format."""
     fmt = next(f for f in kernel_path_table().formats if f.id == format_id)
-    weights = sorted(fmt.weights)[0]
-    activations = sorted(fmt.activations)[0]
-    quant = {"fp8_block": "FP8 block-128", "bnb_int8": "INT8 LLM.int8()"}.get(format_id, "X")
-    made = scheme(weights, None if activations == "none" else activations, quant)
+    made = fmt.sample_scheme()
     assert declared_format(made) == fmt, format_id
     return made

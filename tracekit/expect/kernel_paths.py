@@ -82,6 +82,7 @@ class FormatRow:
     weights: frozenset[str]
     activations: frozenset[str]  # "none" = 16-bit activations
     quant: re.Pattern[str] | None
+    quant_example: str = ""
 
     def matches(self, scheme: LayerScheme) -> bool:
         weights = (scheme.weights or "").lower()
@@ -89,6 +90,14 @@ class FormatRow:
         if weights not in self.weights or activations not in self.activations:
             return False
         return self.quant is None or bool(self.quant.search(scheme.quant))
+
+    def sample_scheme(self) -> LayerScheme:
+        """A declared scheme that is this format (its first weights and activations words)."""
+        activations = sorted(self.activations)[0]
+        act = None if activations == "none" else activations
+        weights = sorted(self.weights)[0]
+        return LayerScheme(("*",), weights, act, self.label, _declared_path(act),
+                           self.quant_example or weights.upper())
 
 
 @dataclass(frozen=True)
@@ -149,12 +158,16 @@ def kernel_path_table() -> KernelPathTable:
     for row in data.get("format", []):
         where = f"[[format]] {row.get('id', '?')}"
         quant = row.get("quant")
+        example = row.get("quant_example", "")
+        if quant and not re.search(quant, example):
+            raise file.fail(f"{where}: quant_example {example!r} does not match quant {quant!r}",
+                            needle=where)
         formats.append(FormatRow(
             id=file.require(row, "id", where), label=file.require(row, "label", where),
             family=file.require(row, "family", where),
             weights=frozenset(w.lower() for w in file.require(row, "weights", where)),
             activations=frozenset(a.lower() for a in file.require(row, "activations", where)),
-            quant=re.compile(quant) if quant else None))
+            quant=re.compile(quant) if quant else None, quant_example=example))
     format_ids = {f.id for f in formats}
     rows: list[PathRow] = []
     for index, row in enumerate(data.get("path", [])):
