@@ -6,6 +6,8 @@ configs of tests/data/checkpoints give the declared schemes where one exists.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.support import paths
@@ -207,3 +209,22 @@ def _scheme_of(format_id: str) -> LayerScheme:
     made = fmt.sample_scheme()
     assert declared_format(made) == fmt, format_id
     return made
+
+
+def test_the_document_schema_names_every_kind() -> None:
+    schema = json.loads((paths.REPO / "docs" / "schema" / "analysis.schema.json").read_text(
+        encoding="utf-8"))
+    found = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "expected_kind" in node.get("properties", {}):
+                found.append(node["properties"]["expected_kind"]["enum"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert found and all(set(e) == {*KINDS, None} for e in found)
