@@ -22,7 +22,10 @@ Two models, dimensions chosen small and so that shapes alone are ambiguous in on
 
 GEMM kernel names: ``PROJ`` serves every attention and MLP projection of the dense model
 except down_proj (``DOWN``), lm_head runs ``HEAD``. The expected attribution is written out
-in tests/layers/test_stage.py.
+in tests/layers/test_stage.py. Also here: ``replicate_in_store`` (a run made N times longer
+inside the store, for the scaling test and bench_layers.py), ``layer_table`` / ``layer_rows``
+(a run's stored ``layer_times``) and ``assert_sums_match_groups`` (the invariant every layer
+test checks: each (name, phase)'s rows sum to its GEMM launches and time in kernel_groups).
 """
 
 from __future__ import annotations
