@@ -9,7 +9,10 @@ Every GEMM launch gets the evidence the trace has, strongest first
 (docs/vocabulary.md#layer-groups):
 
 1. ``module``: the torch profiler's ``nn.Module`` frames around its launch
-   (``tracekit.layers.modules``);
+   (``tracekit.layers.modules``). "Its launch" is the runtime call on the launching thread,
+   which lies inside the framework op (``kernels.cpu_op_id``) that made it; the op's start
+   on its thread stands in when the launch record is missing. A CUDA-graph replay's launch
+   is the graph's, so replays take no frame or range: they inherit (6.);
 2. ``nvtx``: the innermost layer NVTX range around its launch (``tracekit.layers.markers``);
 3. ``shapes``: its framework op's weight shape against the model's dimensions
    (``tracekit.layers.shapes``; with ``--model`` only);
