@@ -172,12 +172,22 @@ class KinetoStore(_Table, frozen=True):
     gpu_annotations: bool = False
 
 
+class KinetoModules(_Table, frozen=True):
+    """Module frames among the Python frames: the ``cat`` of Python function events and the
+    name prefix of the ones that are ``nn.Module`` calls (kept as ``nvtx_ranges`` kind
+    ``module`` for the layer attribution; the other Python frames are only counted)."""
+
+    categories: Names = ()
+    prefix: str = ""
+
+
 class KinetoMapping(_Table, frozen=True):
     """The mapping of a Kineto trace."""
 
     categories: KinetoCategories
     args: KinetoArgs
     store: KinetoStore = KinetoStore()
+    modules: KinetoModules = KinetoModules()
 
 
 # --- rocprofv3 (readers/rocprof_json.py, rocprof_csv.py, rocpd_sqlite.py) ------------------------
