@@ -65,6 +65,23 @@ MOE_SHAPE = ModelShape(hidden_size=HIDDEN, intermediate_size=MLP,
                        num_experts=EXPERTS)
 
 
+@dataclass(frozen=True)
+class Kernels:
+    """Which GEMM kernel each layer role launches (defaults: the BF16 nvjet kernels above);
+    the end-to-end verdict cases run other paths per role (FP4 attention, Marlin MLP …)."""
+
+    attention: str = PROJ
+    mlp: str = PROJ
+    down: str = DOWN
+    head: str = HEAD
+    router: str = PROJ
+    experts: str = FUSED_MOE
+    experts_quantize: str | None = QUANT_FP8
+
+
+BF16_KERNELS = Kernels()
+
+
 @dataclass
 class Op:
     """A framework op that launches kernels (none: a launch outside any op)."""
@@ -89,57 +106,59 @@ def mm(m: int, k: int, n: int, kernel: str, us: float = 5.0) -> Op:
     return Op("aten::mm", [(kernel, us)], [[m, k], [k, n]], [BF16, BF16])
 
 
-def dense_forward(m: int) -> list[Any]:
+def dense_forward(m: int, k: Kernels = BF16_KERNELS) -> list[Any]:
     """One forward of the dense model over ``m`` token rows."""
     layers = []
     for index in range(LAYERS):
         attention = Module("LlamaAttention", [
-            Module("Linear", [mm(m, HIDDEN, HEADS * HEAD_DIM, PROJ)], 4 * index),
-            Module("Linear", [mm(m, HIDDEN, KV_HEADS * HEAD_DIM, PROJ)], 4 * index + 1),
-            Module("Linear", [mm(m, HIDDEN, KV_HEADS * HEAD_DIM, PROJ)], 4 * index + 2),
+            Module("Linear", [mm(m, HIDDEN, HEADS * HEAD_DIM, k.attention)], 4 * index),
+            Module("Linear", [mm(m, HIDDEN, KV_HEADS * HEAD_DIM, k.attention)], 4 * index + 1),
+            Module("Linear", [mm(m, HIDDEN, KV_HEADS * HEAD_DIM, k.attention)], 4 * index + 2),
             Op("aten::_flash_attention_forward", [(ATTENTION_KERNEL, 4.0)]),
-            Module("Linear", [mm(m, HEADS * HEAD_DIM, HIDDEN, PROJ)], 4 * index + 3),
+            Module("Linear", [mm(m, HEADS * HEAD_DIM, HIDDEN, k.attention)], 4 * index + 3),
         ], index)
         mlp = Module("LlamaMLP", [
-            Module("Linear", [mm(m, HIDDEN, MLP, PROJ)], 3 * index + 100),
-            Module("Linear", [mm(m, HIDDEN, MLP, PROJ)], 3 * index + 101),
+            Module("Linear", [mm(m, HIDDEN, MLP, k.mlp)], 3 * index + 100),
+            Module("Linear", [mm(m, HIDDEN, MLP, k.mlp)], 3 * index + 101),
             Module("SiLU", [Op("aten::silu", [(NORM, 1.0)])], index),
-            Module("Linear", [mm(m, MLP, HIDDEN, DOWN)], 3 * index + 102),
+            Module("Linear", [mm(m, MLP, HIDDEN, k.down)], 3 * index + 102),
         ], index)
         layers.append(Module("LlamaDecoderLayer", [
             Module("LlamaRMSNorm", [Op("_C::rms_norm", [(NORM, 1.0)])], 2 * index),
             attention, mlp], index))
     return [Module("LlamaForCausalLM", [
         Module("LlamaModel", layers),
-        Module("Linear", [mm(m, HIDDEN, VOCAB, HEAD, 8.0)], 999),
+        Module("Linear", [mm(m, HIDDEN, VOCAB, k.head, 8.0)], 999),
     ])]
 
 
-def moe_forward(m: int) -> list[Any]:
+def moe_forward(m: int, k: Kernels = BF16_KERNELS) -> list[Any]:
     """One forward of the MoE model over ``m`` token rows."""
     qkv = (HEADS + 2 * KV_HEADS) * HEAD_DIM
     layers = []
+    quantize = [(k.experts_quantize, 1.0)] if k.experts_quantize else []
     for index in range(LAYERS):
-        experts = Op("vllm::moe_forward", [(QUANT_FP8, 1.0), (FUSED_MOE, 9.0), (NORM, 1.0),
-                                           (QUANT_FP8, 1.0), (FUSED_MOE, 7.0)],
+        experts = Op("vllm::moe_forward", [*quantize, (k.experts, 9.0), (NORM, 1.0),
+                                           *quantize, (k.experts, 7.0)],
                      [[m, HIDDEN], [m, EXPERTS]], [BF16, BF16])
         block = Module("Qwen2MoeSparseMoeBlock", [
-            Module("ReplicatedLinear", [mm(m, HIDDEN, EXPERTS, PROJ, 2.0)], index),
+            Module("ReplicatedLinear", [mm(m, HIDDEN, EXPERTS, k.router, 2.0)], index),
             Module("FusedMoE", [experts], index),
             Module("Qwen2MoeMLP", [
-                Module("MergedColumnParallelLinear", [mm(m, HIDDEN, 2 * SHARED_MLP, PROJ)],
+                Module("MergedColumnParallelLinear", [mm(m, HIDDEN, 2 * SHARED_MLP, k.mlp)],
                        index),
-                Module("RowParallelLinear", [mm(m, SHARED_MLP, HIDDEN, DOWN)], 2 * index),
+                Module("RowParallelLinear", [mm(m, SHARED_MLP, HIDDEN, k.down)], 2 * index),
             ], index),
         ], index)
         attention = Module("Qwen2MoeAttention", [
-            Module("QKVParallelLinear", [mm(m, HIDDEN, qkv, PROJ)], index),
+            Module("QKVParallelLinear", [mm(m, HIDDEN, qkv, k.attention)], index),
             Op("aten::_flash_attention_forward", [(ATTENTION_KERNEL, 4.0)]),
-            Module("RowParallelLinear", [mm(m, HEADS * HEAD_DIM, HIDDEN, PROJ)], 2 * index + 1),
+            Module("RowParallelLinear", [mm(m, HEADS * HEAD_DIM, HIDDEN, k.attention)],
+                   2 * index + 1),
         ], index)
         layers.append(Module("Qwen2MoeDecoderLayer", [attention, block], index))
     return [Module("Qwen2MoeForCausalLM", [Module("Qwen2MoeModel", layers)]),
-            Module("LogitsProcessor", [mm(m, HIDDEN, VOCAB, HEAD, 8.0)])]
+            Module("LogitsProcessor", [mm(m, HIDDEN, VOCAB, k.head, 8.0)])]
 
 
 class _Trace:
@@ -249,23 +268,31 @@ def kernels_of(forward: list[Any]) -> list[tuple[str, float]]:
     return out
 
 
+#: (name, compute capability) of the trace's one device
+H100 = ("NVIDIA H100 80GB HBM3", 9, 0)
+
+
 def write_model_trace(path: Path, model: str = "dense", *, frames: bool = True,
                       shapes: bool = True, prefill_steps: int = 1, decode_steps: int = 2,
-                      graph_steps: int = 0) -> Path:
+                      graph_steps: int = 0, kernels: Kernels = BF16_KERNELS,
+                      device: tuple[str, int, int] = H100) -> Path:
     """A trace of ``model`` (``dense`` or ``moe``): prefill steps of 64 rows, eager decode
-    steps of 8, then decode steps replayed as CUDA graphs."""
+    steps of 8, then decode steps replayed as CUDA graphs; ``kernels`` says which GEMM kernel
+    each layer role launches, ``device`` the GPU."""
     forward = dense_forward if model == "dense" else moe_forward
     trace = _Trace(frames=frames, shapes=shapes)
     for _ in range(prefill_steps):
-        trace.step("execute_context_1(64)_generation_0(0)", forward(64))
+        trace.step("execute_context_1(64)_generation_0(0)", forward(64, kernels))
     for _ in range(decode_steps):
-        trace.step("execute_context_0(0)_generation_8(8)", forward(8))
+        trace.step("execute_context_0(0)_generation_8(8)", forward(8, kernels))
     for _ in range(graph_steps):
-        trace.graph_step("execute_context_0(0)_generation_8(8)", kernels_of(forward(8)))
+        trace.graph_step("execute_context_0(0)_generation_8(8)",
+                         kernels_of(forward(8, kernels)))
+    name, major, minor = device
     document = {
         "schemaVersion": 1,
-        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9,
-                              "computeMinor": 0, "numSms": 132,
+        "deviceProperties": [{"id": 0, "name": name, "computeMajor": major,
+                              "computeMinor": minor, "numSms": 132,
                               "totalGlobalMem": 85018279936}],
         "traceEvents": trace.events,
         "baseTimeNanoseconds": 1_700_000_000_000_000_000,
