@@ -12,6 +12,8 @@ truncation                rules/_truncation.toml ``[[printer.example]]``: full n
 phase markers             rules/_phase_markers.toml ``[[marker.match]]`` / ``no_match``
 phase heuristics          rules/_phase_heuristics.toml ``examples`` / ``counter_examples``
 log patterns              rules/_log_patterns.toml ``examples`` (engine log lines)
+kernel paths              rules/_kernel_paths.toml ``[[example]]``: a declared scheme, layer,
+                          GPU and engine, and the path and kind expected_path gives
 GPUs                      rules/_gpus.toml ``[[name]] examples`` (device names),
                           ``[[kernel_arch]] examples`` / ``not_examples``, ``[model.*]
                           examples`` (device names that resolve to that product alone)
@@ -20,6 +22,14 @@ roofline work model       rules/_roofline.toml ``[[op.form]] examples``: recorde
 checkpoints               rules/_checkpoints.toml ``[[example]]``: a config JSON and its path
 layer names               rules/_layer_names.toml ``[[layer]] examples``: module names and the
                           layer group the first matching row gives them
+layer modules             rules/_layer_modules.toml ``[[module]] examples`` / ``not_examples``:
+                          module class names and the role the first matching row gives them
+layer markers             rules/_layer_markers.toml ``[[format]] examples`` (range texts and the
+                          module path or class read from them), ``[[path]] examples``
+layer kernels             rules/_layer_kernels.toml ``[[kernel]] examples`` / ``not_examples``:
+                          kernel names, classified, and the layer group their family gives
+layer shapes              rules/_layer_shapes.toml ``[[example]]``: a config's dimensions, a
+                          weight N × K and the layer group (or ambiguity) it gives
 findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
 parser specs              parsers/<id>.toml ``[[example]]``: a file's first bytes (and SQLite
                           tables) that this spec, and no earlier one, must claim
@@ -165,6 +175,22 @@ def _log_patterns(result: TableResult, path: Path, ruleset: Any) -> None:
                 result.failures.append(f"{row['id']}: {example[:80]!r} matched by {got}")
 
 
+def _kernel_paths(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.expect.kernel_paths import layer_scope, scheme_from_example, scheme_path
+
+    for index, raw in enumerate(_read(path).get("example", [])):
+        result.examples += 1
+        got = scheme_path(scheme_from_example(raw), layer_scope(raw["layer"]), raw["arch"],
+                          raw.get("engine"))
+        wanted = (raw["path"], raw["kind"], frozenset(raw.get("better", got.better)))
+        if (got.path, got.kind, got.better) != wanted:
+            result.failures.append(
+                f"example[{index}] {raw.get('weights')}/{raw.get('activations')} "
+                f"{raw['layer']} on {raw['arch']} in {raw.get('engine')}: {got.path} "
+                f"({got.kind}, better {sorted(got.better)}), expected {raw['path']} "
+                f"({raw['kind']}, better {sorted(wanted[2])})")
+
+
 def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
     from tracekit.gpus import arch_from_gpu_name, kernel_archs
 
@@ -247,6 +273,19 @@ def _layer_names(result: TableResult, path: Path, ruleset: Any) -> None:
                 result.failures.append(f"{example!r}: maps to {got}, expected {row['layer']}")
 
 
+def _layer_table(module: str) -> Callable[[TableResult, Path, Any], None]:
+    """A checker that runs ``tracekit.layers.<module>.check_examples``."""
+
+    def check(result: TableResult, path: Path, ruleset: Any) -> None:
+        import importlib
+
+        count, failures = importlib.import_module(f"tracekit.layers.{module}").check_examples()
+        result.examples += count
+        result.failures.extend(failures)
+
+    return check
+
+
 def _findings(result: TableResult, path: Path, ruleset: Any) -> None:
     from tracekit.findings.rules import load_rules
 
@@ -297,9 +336,14 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_phase_markers.toml": ("phase markers", _phase_markers),
     "_phase_heuristics.toml": ("phase heuristics", _phase_heuristics),
     "_log_patterns.toml": ("log patterns", _log_patterns),
+    "_kernel_paths.toml": ("kernel paths", _kernel_paths),
     "_gpus.toml": ("GPUs", _gpus),
     "_checkpoints.toml": ("checkpoints", _checkpoints),
     "_layer_names.toml": ("layer names", _layer_names),
+    "_layer_modules.toml": ("layer modules", _layer_table("modules")),
+    "_layer_markers.toml": ("layer markers", _layer_table("markers")),
+    "_layer_kernels.toml": ("layer kernels", _layer_table("kernels")),
+    "_layer_shapes.toml": ("layer shapes", _layer_table("shapes")),
     "_findings.toml": ("findings", _findings),
     "_roofline.toml": ("roofline work model", _roofline),
 }

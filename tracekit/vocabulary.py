@@ -47,11 +47,13 @@ ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llama.cpp")
 
 #: what the judgement of one layer group in one phase found (docs/vocabulary.md#outcomes)
 OUTCOMES: tuple[str, ...] = ("as_declared", "excluded", "better", "hardware_limited",
+                             "engine_limited",
                              "logged_fallback", "silent_fallback", "degraded", "mismatch",
                              "undetermined", "unknown", "no_declaration")
 
 #: which source decided a classification, strongest first
-EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "log", "feasibility", "none")
+EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "neighbour", "log", "feasibility",
+                             "none")
 CONFIDENCE: tuple[str, ...] = ("high", "medium", "low")
 
 #: finding severities, most severe first (``--fail-on`` takes one)

@@ -50,7 +50,7 @@ from tracekit.store.schema import RunRow
 from tracekit.store.sqlite_files import read_only_uri
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
-SQLITE_SOURCE_READERS = {"nsys_sqlite"}
+SQLITE_SOURCE_READERS = {"nsys_sqlite", "rocpd_sqlite"}
 
 
 class UnexpectedContent(InputError):
