@@ -35,6 +35,7 @@ from tracekit.capture.lifecycle import (
     ChildOutcome,
     StopPolicy,
     Supervisor,
+    discard_run_dir,
     make_run_dir,
     utc_now,
     write_record,
@@ -222,8 +223,15 @@ class _Signals:
 def run_audit(settings: AuditSettings, say: Callable[[str], None]) -> AuditOutcome:
     """Capture: start, drive, stop, clean up, collect, record."""
     backends.check_command(settings.command)
+    existed = settings.output is not None and settings.output.exists()
     run_dir = make_run_dir(settings.output)
-    capture, preset, engine_window, url = plan(settings, run_dir)
+    try:
+        capture, preset, engine_window, url = plan(settings, run_dir)
+    except BaseException:
+        # A pre-flight that fails (no profiler, a backend that cannot run this command)
+        # leaves no run folder behind: nothing ran, there is nothing to keep.
+        discard_run_dir(run_dir, existed=existed)
+        raise
     record = base_record(settings, capture, preset, run_dir)
     write_record(run_dir, record)
     notes = list(capture.notes)
