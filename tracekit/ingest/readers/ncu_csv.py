@@ -10,6 +10,11 @@ Both CSV pages are read, across ncu versions (``parsers/ncu-csv.toml`` lists the
 - details (long): identity columns + Section/Metric Name/Unit/Value (+ rule columns);
 - raw (wide): identity columns + one column per metric, optionally a units row.
 Several files form one run; ``launch_index`` numbers launches across the run in file order.
+The same launch in two files (``ncu … --page details`` and a ``--metrics`` export of one
+session write the same identity cells: ID, process, host, kernel, context, stream, grid,
+block, device) is one launch: its metrics are united, a metric both files give is kept
+once (the first file's value; differing values are counted in the meta), so 6 launches
+in 12 files stay 6 launches.
 
 ncu replays launches one at a time, so a result has durations but no timeline: start times
 are synthetic (launches back to back in file order), ``end - start`` is the measured
@@ -108,6 +113,11 @@ class NcuReader:
         self.clock_ns = 0
         self.layouts: set[str] = set()
         self.missing_duration = 0
+        #: launch identity (its identity cells) → (launch index, name key, its metrics)
+        self.seen: dict[tuple[tuple[str, str], ...],
+                        tuple[int, int, dict[str, tuple[float | None, str | None]]]] = {}
+        self.repeated_launches = 0
+        self.conflicting_metrics = 0
 
     # -- parsing ------------------------------------------------------------------------
 
@@ -198,11 +208,17 @@ class NcuReader:
 
     def _stage(self, launch: Launch) -> None:
         identity = launch.identity
+        launch_key = tuple(sorted((column, cell.strip()) for column, cell in identity.items()))
+        if launch_key in self.seen:
+            self._unite(launch, *self.seen[launch_key])
+            return
         name = identity.get("Kernel Name") or "<unnamed kernel>"
         key = self.names.get(name)
         if key is None:
             key = self.names[name] = len(self.names)
         index = self.launches
+        self.seen[launch_key] = (index, key, {metric: (value, text_value) for metric, _, value,
+                                              text_value in launch.metrics})
         self.launches += 1
         wanted = self.spec.launch
         duration = self._duration(launch)
@@ -223,6 +239,19 @@ class NcuReader:
         metric_stage = self.stage["tk_ncu_metric"]
         for metric, unit, value, text_value in launch.metrics:
             metric_stage.add((index, key, metric, unit, value, text_value))
+
+    def _unite(self, launch: Launch, index: int, key: int,
+               known: dict[str, tuple[float | None, str | None]]) -> None:
+        """A launch already staged from another file: add the metrics it did not have."""
+        self.repeated_launches += 1
+        metric_stage = self.stage["tk_ncu_metric"]
+        for metric, unit, value, text_value in launch.metrics:
+            before = known.get(metric)
+            if before is None:
+                known[metric] = (value, text_value)
+                metric_stage.add((index, key, metric, unit, value, text_value))
+            elif before != (value, text_value):
+                self.conflicting_metrics += 1
 
     def _duration(self, launch: Launch) -> int | None:
         found = launch.first(self.spec.launch.duration)
@@ -320,6 +349,8 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         "layouts": sorted(reader.layouts),
         "synthetic_times": True,
         "launches_without_duration": reader.missing_duration,
+        "launches_in_several_files": reader.repeated_launches,
+        "conflicting_metrics": reader.conflicting_metrics,
     }
     return SourceInfo(producer="ncu", producer_version=None,
                       schema_version="+".join(sorted(reader.layouts)) or None,
