@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from tracekit.report.document import build_document
 from tracekit.store.db import Store
 
 if TYPE_CHECKING:
+    from tracekit.ingest.inputs import InputSet
     from tracekit.phases.ingest_time import IngestTimeSteps
 
 
@@ -39,6 +40,12 @@ class AnalysisOptions:
     unknown_threshold: float = 0.2
     #: find a stored run by content hash only, not by path and file signature
     rehash: bool = False
+    #: worker processes reading several files (None: the machine's cores)
+    jobs: int | None = None
+    #: keep several files as one run even when they are not one job
+    one_run: bool = False
+    #: add the files to the run of this job (made by the first ingest naming it)
+    job: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -56,25 +63,48 @@ class AnalysisResult:
     document: dict[str, Any]
 
 
-def check_inputs(paths: Sequence[Path], label: str | None) -> None:
+def check_inputs(paths: Sequence[Path], label: str | None) -> InputSet:
     """Refuse unreadable inputs and a label spelled like a run selector, before any store is
-    opened (so a bad call creates no store file)."""
-    from tracekit.ingest.pipeline import detect_inputs, expand_inputs
+    opened (so a bad call creates no store file); the inputs as found."""
+    from tracekit.ingest.inputs import gather_inputs
     from tracekit.store.selectors import check_label
 
-    detect_inputs(expand_inputs(list(paths)))
+    gathered = gather_inputs(list(paths))
     check_label(label)
+    return gathered
 
 
-def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> AnalysisResult:
+def with_inputs(options: AnalysisOptions, gathered: InputSet) -> AnalysisOptions:
+    """The options completed by what the inputs told: an audit run folder's engine log (as
+    ``--log``), its engine and requested GPU — each only where the user gave none — and
+    the inputs' warnings (files skipped)."""
+    record = gathered.record or {}
+    requested = record.get("gpu") if isinstance(record.get("gpu"), dict) else {}
+    return replace(
+        options,
+        logs=list(options.logs) or list(gathered.logs),
+        engine=options.engine or record.get("engine"),
+        gpu=options.gpu or (requested or {}).get("requested"),
+        warnings=[*options.warnings, *gathered.notes])
+
+
+def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions, *,
+            gathered: InputSet | None = None) -> AnalysisResult:
     """Ingest ``paths`` (or find them in the store) and run every analysis stage."""
+    from tracekit.ingest.inputs import gather_inputs
     from tracekit.phases.ingest_time import IngestTimeSteps
 
+    gathered = gathered or gather_inputs(list(paths))
+    options = with_inputs(options, gathered)
     steps = IngestTimeSteps()
     ingested: IngestResult = ingest(store, paths, work_dir=options.work_dir,
                                     allow_no_kernels=options.allow_no_kernels,
                                     label=options.label, step_attribution=steps,
-                                    side_reads=True, rehash=options.rehash)
+                                    side_reads=True, rehash=options.rehash,
+                                    jobs=options.jobs, one_run=options.one_run,
+                                    job=options.job, gathered=gathered)
+    options.warnings.extend(ingested.notes)
+    several = len(gathered.files) > 1 or options.job is not None
     if ingested.existing:
         if options.label:
             with store.begin() as connection:
@@ -84,10 +114,10 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions) -> An
             # The same bytes again and nothing new to judge them by: show what is stored.
             with store.connect() as connection:
                 document = build_document(connection, ingested.run_id)
-            document["warnings"] = []
+            document["warnings"] = list(options.warnings)
             return AnalysisResult(ingested.run_id, True, document)
     document = run_stages(store, ingested.run_id, options,
-                          ingest_steps=None if ingested.existing else steps)
+                          ingest_steps=None if ingested.existing or several else steps)
     return AnalysisResult(ingested.run_id, ingested.existing, document)
 
 

@@ -77,14 +77,20 @@ class BulkCopier:
             total += len(rows)
 
     def temp_rows(self, table: str, columns: Sequence[str],
-                  rows: Sequence[Sequence[Any]]) -> None:
+                  rows: Sequence[Sequence[Any]], *, declared: Sequence[str] | None = None
+                  ) -> None:
         """A TEMP table ``table(columns)`` holding ``rows``, where the source SELECTs run.
 
         For small lists computed elsewhere (a side connection's distinct keys): the columns
-        have no declared type, so values keep exactly the type the source gave them.
+        have no declared type, so values keep exactly the type the source gave them;
+        ``declared`` gives each column's declaration instead (``INTEGER PRIMARY KEY`` makes
+        a lookup by that column a rowid search).
         """
+        definitions = (columns if declared is None else
+                       [f"{column} {kind}" for column, kind in zip(columns, declared,
+                                                                  strict=True)])
         self.prepare(f"DROP TABLE IF EXISTS temp.{table}")
-        self.prepare(f"CREATE TEMP TABLE {table} ({', '.join(columns)})")
+        self.prepare(f"CREATE TEMP TABLE {table} ({', '.join(definitions)})")
         if not rows:
             return
         placeholders = ", ".join(f":c{index}" for index in range(len(columns)))

@@ -41,6 +41,11 @@ class NsysMetadata(_Table, frozen=True):
     tables: Names
     schema_version_key: str
     product_version_key: str
+    #: the capture's start (``utcEpochNs``, and the trace clock then, ``systemClockNs``)
+    session_table: str = "TARGET_INFO_SESSION_START_TIME"
+    #: name/value rows describing the target system; ``hostname_key`` names its host
+    system_table: str = "TARGET_INFO_SYSTEM_ENV"
+    hostname_key: str = "Hostname"
 
 
 class NsysTables(_Table, frozen=True):
@@ -172,12 +177,20 @@ class KinetoStore(_Table, frozen=True):
     gpu_annotations: bool = False
 
 
+class KinetoIdentity(_Table, frozen=True):
+    """Top-level keys that say where a trace was recorded (``tracekit.ingest.jobs``)."""
+
+    host: Names = ()
+    job: Names = ()
+
+
 class KinetoMapping(_Table, frozen=True):
     """The mapping of a Kineto trace."""
 
     categories: KinetoCategories
     args: KinetoArgs
     store: KinetoStore = KinetoStore()
+    identity: KinetoIdentity = KinetoIdentity()
 
 
 # --- the others -------------------------------------------------------------------------------

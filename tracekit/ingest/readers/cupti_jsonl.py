@@ -9,8 +9,12 @@ Line 1 — the header (required, first line; it is what detection looks for)::
 
     {"kind": "header", "format": "tracekit-cupti", "version": 1,
      "pid": 4242, "process_name"?: "python", "hostname"?: "node1",
-     "rank"?: 0, "cupti_version"?: 130400, "cuda_runtime_version"?: 13000,
-     "cuda_driver_version"?: 13000, "command"?: ["vllm", "serve", "..."]}
+     "rank"?: 0, "world_size"?: 8, "job"?: "slurm-4242", "cupti_version"?: 130400,
+     "cuda_runtime_version"?: 13000, "cuda_driver_version"?: 13000,
+     "command"?: ["vllm", "serve", "..."]}
+
+``rank``, ``world_size`` and ``job`` (the job's id, e.g. its scheduler's) tell which files are
+the ranks of one job (``tracekit.ingest.jobs``).
 
 Then, in any order (the writer flushes CUPTI buffers as they complete):
 
@@ -261,7 +265,17 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         {"name": state.path.name, "rank": state.header.get("rank"),
          "pid": state.header.get("pid"), "hostname": state.header.get("hostname")}
         for state in reader.files])
-    return SourceInfo(producer="cupti",
+    return SourceInfo(files=[{"name": state.path.name,
+                              "host": _text(state.header.get("hostname")),
+                              "job": _text(state.header.get("job")),
+                              "rank": int_or_none(state.header.get("rank")),
+                              "world_size": int_or_none(state.header.get("world_size")),
+                              "clock_base_ns": 0} for state in reader.files],
+                      producer="cupti",
                       producer_version=f"cupti {cupti.pop()}" if len(cupti) == 1 else None,
                       schema_version=str(max(int(h.get("version", 1)) for h in headers)),
                       meta_json=json.dumps(meta, sort_keys=True))
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value is not None and not isinstance(value, (dict, list)) else None

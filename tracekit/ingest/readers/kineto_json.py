@@ -645,9 +645,29 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     schema_versions = {f["schema_version"] for f in files}
     schema = schema_versions.pop() if len(schema_versions) == 1 else None
     cupti = {f["cupti_version"] for f in files} - {None}
+    identity = ctx.spec.mapping.identity
     return SourceInfo(
+        files=[{"name": state.path.name,
+                "host": _first_key(state.header, identity.host),
+                "job": _first_key(state.header, identity.job),
+                "rank": _integer(entry["rank"]), "world_size": _integer(entry["world_size"]),
+                "clock_base_ns": meta["time_base_ns"]}
+               for state, entry in zip(reader.files, files, strict=True)],
         producer="kineto",
         producer_version=f"cupti {cupti.pop()}" if len(cupti) == 1 else None,
         schema_version=str(schema) if schema is not None else "legacy",
         meta_json=json.dumps(meta, sort_keys=True, default=json_default),
     )
+
+
+def _first_key(header: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` the top level holds, as text."""
+    for key in keys:
+        value = header.get(key)
+        if value is not None and not isinstance(value, (dict, list)):
+            return str(value)
+    return None
+
+
+def _integer(value: Any) -> int | None:
+    return value if type(value) is int else None

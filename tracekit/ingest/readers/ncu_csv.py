@@ -36,6 +36,7 @@ from sqlalchemy import text
 
 from tracekit.errors import InputError
 from tracekit.ingest.convert import ncu_rep_to_csv
+from tracekit.ingest.jobs import HINT, FileIdentity, refusal
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.spec import NcuCsvMapping
 from tracekit.ingest.staging import StageTable, write_rows
@@ -118,11 +119,23 @@ class NcuReader:
                         tuple[int, int, dict[str, tuple[float | None, str | None]]]] = {}
         self.repeated_launches = 0
         self.conflicting_metrics = 0
+        #: per file read: its name, the launches it added, the GPUs they ran on
+        self.file_counts: list[dict[str, Any]] = []
+        self._file_gpus: set[str] = set()
 
     # -- parsing ------------------------------------------------------------------------
 
     def read(self, display: Path, path: Path) -> None:
         """Stage every launch of one CSV file."""
+        before, repeated_before = self.launches, self.repeated_launches
+        self._file_gpus = set()
+        self._read(display, path)
+        self.file_counts.append({
+            "name": display.name, "gpus": "; ".join(sorted(self._file_gpus)) or None,
+            "counts": {"kernels": self.launches - before,
+                       "repeated_launches": self.repeated_launches - repeated_before}})
+
+    def _read(self, display: Path, path: Path) -> None:
         try:
             with path.open(encoding="utf-8-sig", errors="replace", newline="") as stream:
                 rows = csv.reader(line for line in stream if not line.startswith("=="))
@@ -276,9 +289,12 @@ class NcuReader:
         return round(found[1] * factor) if factor is not None else None
 
     def _device(self, launch: Launch, device: int | None, pid: int | None) -> None:
+        wanted = self.spec.launch
+        named = launch.first(wanted.device_name)
+        if named is not None and named[2]:
+            self._file_gpus.add(named[2])
         if device is None or (device, pid) in self.devices:
             return
-        wanted = self.spec.launch
         capability = (launch.identity.get("CC") or "").strip()
         major = minor = None
         if re.fullmatch(r"\d+\.\d+", capability):
@@ -343,6 +359,12 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     if reader.launches == 0 and not ctx.allow_no_kernels:
         raise InputError(f"{ctx.display_name}: Nsight Compute CSV holds no profiled kernel",
                          hint="check the ncu filters (-k, --launch-skip, --launch-count)")
+    if not ctx.one_run:
+        reason = refusal([FileIdentity(name=str(entry["name"]),
+                                       gpus=frozenset((entry["gpus"] or "").split("; ")) - {""})
+                          for entry in reader.file_counts])
+        if reason is not None:
+            raise InputError(reason, hint=HINT)
     counts = reader.finish()
     meta = {
         "counts": counts,
@@ -352,6 +374,6 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         "launches_in_several_files": reader.repeated_launches,
         "conflicting_metrics": reader.conflicting_metrics,
     }
-    return SourceInfo(producer="ncu", producer_version=None,
+    return SourceInfo(files=reader.file_counts, producer="ncu", producer_version=None,
                       schema_version="+".join(sorted(reader.layouts)) or None,
                       meta_json=json.dumps(meta, sort_keys=True))

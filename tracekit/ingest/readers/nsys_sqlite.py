@@ -90,6 +90,32 @@ def read_metadata(schema: SourceSchema) -> tuple[str | None, str | None, dict[st
     return values.get(meta.product_version_key), values.get(meta.schema_version_key), options
 
 
+def read_session(schema: SourceSchema) -> dict[str, object]:
+    """Where and when the capture ran: the target's host name, and ``clock_base_ns``, the UTC
+    ns of trace time 0 (``utcEpochNs - systemClockNs``: trace times count on the target's
+    clock, which read ``systemClockNs`` when the capture started; exports without that
+    column count from the start). None where the export does not say."""
+    meta = schema.spec.metadata
+    tables = {row[0] for row in schema.copier.query(
+        "SELECT name FROM src.sqlite_master WHERE type = 'table'")}
+    host = clock_base = None
+    if meta.system_table in tables:
+        rows = schema.copier.query(
+            f'SELECT CAST(value AS TEXT) FROM src."{meta.system_table}" WHERE name = :key '
+            "LIMIT 1", {"key": meta.hostname_key})
+        host = str(rows[0][0]) if rows and rows[0][0] else None
+    if meta.session_table in tables:
+        columns = {row[1] for row in schema.copier.query(
+            f"PRAGMA src.table_info('{meta.session_table}')")}
+        clock = "systemClockNs" if "systemClockNs" in columns else "0"
+        if "utcEpochNs" in columns:
+            rows = schema.copier.query(
+                f'SELECT utcEpochNs - COALESCE({clock}, 0) FROM src."{meta.session_table}" '
+                "WHERE utcEpochNs IS NOT NULL LIMIT 1")
+            clock_base = int(rows[0][0]) if rows and isinstance(rows[0][0], int) else None
+    return {"host": host, "clock_base_ns": clock_base}
+
+
 def ingest(ctx: IngestContext) -> SourceInfo:
     """Copy one nsys export into the store under ``ctx.run_id``."""
     copier = ctx.copier
@@ -126,8 +152,10 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     counts["memory_ops"] = _copy_memory_ops(schema, params)
     processes, threads = _copy_processes_and_threads(schema, params)
     _copy_devices(schema, params)
-    meta = {"counts": counts, **options}
+    session = read_session(schema)
+    meta = {"counts": counts, **options, **{k: v for k, v in session.items() if v is not None}}
     return SourceInfo(
+        files=[{"name": ctx.paths[0].name, **session}],
         producer="nsys",
         producer_version=product_version,
         schema_version=schema_version,
