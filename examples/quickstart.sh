@@ -10,11 +10,13 @@ python "$example/build.py"
 store=${TRACEKIT_STORE:-tracekit.db}
 set -x
 tracekit analyze "$example/w4a4-fallback-marlin.sqlite" \
-    --model "$example/checkpoints/w4a4" --log "$example/engine-fallback.log" --store "$store"
+    --model "$example/checkpoints/w4a4" --store "$store"
 { set +x; } 2>/dev/null
 cat <<NEXT
 
 Next:
+  tracekit analyze $example/w4a4-fallback-marlin.sqlite --model $example/checkpoints/w4a4 --log $example/engine-fallback.log --store $store
+                          # the engine's log line turns the silent fallback into an announced one
   tracekit analyze $example/w4a4-cutlass-fp4.sqlite --model $example/checkpoints/w4a4 --store $store
   tracekit analyze $example/w4a16-marlin.sqlite --model $example/checkpoints/w4a16 --store $store
   tracekit runs --store $store

@@ -46,7 +46,8 @@ def row_counts(store: Store, run_id: int) -> dict[str, int]:
     with store.connect() as connection:
         return {table: connection.execute(text(
             f"SELECT COUNT(*) FROM {table} WHERE run_id = :r"), {"r": run_id}).scalar_one()
-            for table in ("classifications", "steps", "kernel_groups", "findings")}
+            for table in ("classifications", "steps", "kernel_groups", "layer_times",
+                          "layer_verdicts", "findings")}
 
 
 def test_options_become_the_stored_run(store, make_trace, simple_scenario, tmp_path):
@@ -135,14 +136,15 @@ def test_a_trace_without_kernels_needs_allow_no_kernels(store, make_trace, simpl
 
 @pytest.mark.parametrize(("field", "value"), [
     ("model", Path("ckpt")), ("expect", "fp8"), ("gpu", "H100"), ("logs", (Path("log"),)),
-    ("rules_dirs", (Path("rules"),)),
+    ("rules_dirs", (Path("rules"),)), ("engine", "vllm"),
 ])
 def test_rejudge_is_whatever_changes_a_verdict(field, value):
     assert AnalysisOptions(**{field: value}).rejudge is True
 
 
-def test_label_engine_and_thresholds_do_not_rejudge():
-    assert AnalysisOptions(label="x", engine="vllm", unknown_threshold=0.5,
+def test_label_and_thresholds_do_not_rejudge():
+    """The engine does (which kernels it can launch per layer decides the expected path)."""
+    assert AnalysisOptions(label="x", unknown_threshold=0.5,
                            allow_no_kernels=True, rehash=True).rejudge is False
 
 

@@ -51,7 +51,8 @@ class AnalysisOptions:
     @property
     def rejudge(self) -> bool:
         """True when the user gave something that changes the verdict of a stored run."""
-        return bool(self.model or self.expect or self.gpu or self.logs or self.rules_dirs)
+        return bool(self.model or self.expect or self.gpu or self.logs or self.rules_dirs
+                    or self.engine)
 
 
 @dataclass
@@ -161,7 +162,8 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
         attribute_layers(connection, run_id, expectations.shape)
         evaluate_run(connection, run_id, declaration=expectations.declaration,
                      log_evidence=expectations.log_evidence,
-                     unknown_threshold=options.unknown_threshold)
+                     unknown_threshold=options.unknown_threshold, engine=options.engine,
+                     model_error=getattr(expectations, "model_error", None))
         document = build_document(connection, run_id)
     document["warnings"] = [*options.warnings, *expectations.warnings, *run_gpu.warnings]
     return document

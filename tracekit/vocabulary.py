@@ -42,6 +42,9 @@ DEFAULT_16BIT_LAYERS = frozenset({"lm_head", "embedding", "moe_router", "vision"
 LAYER_SOURCES: tuple[str, ...] = ("module", "nvtx", "shapes", "kernel_name", "launch_count",
                                   "inherited", "none")
 
+#: the engines whose kernel choices tracekit knows (``--engine``, ``tracekit expect``)
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llama.cpp")
+
 #: what the judgement of one layer group in one phase found (docs/vocabulary.md#outcomes)
 OUTCOMES: tuple[str, ...] = ("as_declared", "excluded", "better", "hardware_limited",
                              "logged_fallback", "silent_fallback", "degraded", "mismatch",

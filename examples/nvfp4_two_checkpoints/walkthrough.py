@@ -38,15 +38,14 @@ w4a4, w4a16 = HERE / "checkpoints" / "w4a4", HERE / "checkpoints" / "w4a16"
 #
 # The W4A4 checkpoint (ModelOpt NVFP4: 4-bit weights *and* activations) on a build with the
 # sm120 FP4 GEMM; the W4A16 checkpoint (4-bit weights only); and the W4A4 checkpoint again on
-# a build without that GEMM, with its engine log.
+# a build without that GEMM (its engine log is analyzed at the end).
 
 # %%
 native = tracekit.analyze(HERE / "w4a4-cutlass-fp4.sqlite", model=w4a4, store=store,
                           label="w4a4-native")
 by_design = tracekit.analyze(HERE / "w4a16-marlin.sqlite", model=w4a16, store=store,
                              label="w4a16")
-fallback = tracekit.analyze(HERE / "w4a4-fallback-marlin.sqlite", model=w4a4,
-                            logs=[HERE / "engine-fallback.log"], store=store,
+fallback = tracekit.analyze(HERE / "w4a4-fallback-marlin.sqlite", model=w4a4, store=store,
                             label="w4a4-fallback")
 for run in (native, by_design, fallback):
     print(f"run {run.id} ({run.info['label']}):")
@@ -101,6 +100,19 @@ findings = fallback.findings()
 show(findings[["severity", "rule", "phase", "share"]])
 for evidence in findings["evidence"].iloc[0]:
     print(evidence)
+
+# %% [markdown]
+# ## Each layer judged, and what the engine's log said
+#
+# The layer table (which layer groups ran which path, against what each declares on this
+# GPU). Then the same trace with the engine log: vLLM printed one WARNING line announcing the
+# Marlin path, so the fallback is no longer silent — a warning, not an error.
+
+# %%
+show(fallback.layers()[["phase", "layer", "declared", "expected", "ran", "share", "outcome"]])
+logged = tracekit.analyze(HERE / "w4a4-fallback-marlin.sqlite", model=w4a4,
+                          logs=[HERE / "engine-fallback.log"], store=store)
+show(logged.findings()[["severity", "rule", "phase", "share"]])
 
 # %% [markdown]
 # ## Figures and files

@@ -262,10 +262,7 @@ def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -
             ),
         ],
     )
-    log = [
-        match_line("INFO 07-01 [__init__.py:5] Using MarlinNvFp4LinearKernel for NVFP4 GEMM", 12)
-    ]
-    findings, verdict = judge(store, run, W4A4, log_evidence=[e for e in log if e])
+    findings, verdict = judge(store, run, W4A4)
     fallbacks = [f for f in findings if f.rule == "silent-fallback"]
     assert {f.phase for f in fallbacks} == {"prefill", "decode"}
     decode = next(f for f in fallbacks if f.phase == "decode")
@@ -276,7 +273,6 @@ def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -
         "declares W4A4 NVFP4 and the RTX 5090 (sm120) computes FP4 natively — silent fallback."
         in decode.message
     )
-    assert any(e.get("source") == "log" and e["line"] == 12 for e in decode.evidence)
     assert any(e.get("source") == "kernel" and e["name"] == MARLIN_FP4 for e in decode.evidence)
     assert "silent fallback" in verdict.splitlines()[1]
     # the findings table holds the same rows
@@ -285,6 +281,27 @@ def test_nvfp4_w4a4_on_sm120_running_marlin_is_a_silent_fallback(store: Store) -
     assert {r.rule for r in rows} == rules_of(findings)
     stored = next(r for r in rows if r.rule == "silent-fallback" and r.phase == "decode")
     assert json.loads(stored.evidence_json)[0]["source"] == "gemm_time"
+
+
+def test_a_fallback_the_engine_log_announced_is_logged_not_silent(store: Store) -> None:
+    run = make_run(store, [
+        K(MARLIN_FP4, "gemm", "weight_only", "Marlin", "bf16", "nvfp4",
+          ns={"prefill": 900_000, "decode": 940_000}),
+        K(BF16_NVJET, "gemm", "bf16", "cublas", "bf16", ns={"prefill": 50_000, "decode": 60_000}),
+    ])
+    line = match_line("INFO 07-01 [__init__.py:5] Using MarlinNvFp4LinearKernel for NVFP4 GEMM",
+                      12)
+    assert line is not None
+    findings, verdict = judge(store, run, W4A4, log_evidence=[line])
+    assert "silent-fallback" not in rules_of(findings) and not errors(findings)
+    logged = [f for f in findings if f.rule == "logged-fallback"]
+    assert {f.phase for f in logged} == {"prefill", "decode"}
+    decode = next(f for f in logged if f.phase == "decode")
+    assert decode.severity == "warning"
+    assert "a fallback the engine announced (log line 12: \"" in decode.message
+    assert "MarlinNvFp4LinearKernel" in decode.message
+    assert any(e.get("source") == "log" and e["line"] == 12 for e in decode.evidence)
+    assert "a fallback the engine announced" in verdict.splitlines()[1]
 
 
 def test_the_same_label_gets_opposite_verdicts(store: Store) -> None:
@@ -865,6 +882,14 @@ def test_every_rule_message_renders_with_its_declared_fields() -> None:
         "text": "t",
         "correlation_ids": 2,
         "external_ids": 3,
+        "subject": "50% of GEMM time",
+        "rest": "; lm_head (9%) ran bf16 as excluded",
+        "expected": "weight_only",
+        "kernels": "Marlin W4A16",
+        "file": "config.json",
+        "why": "quant_method 'hqq' is not read",
+        "problem": "config.json: not valid JSON",
+        "launches": 4,
     }
     rules = load_rules()
     for row in load_table("_findings.toml")["rule"]:

@@ -58,7 +58,7 @@ def test_the_sections_and_the_run(marlin_run):
     store, run_id = marlin_run
     document = document_of(store, run_id)
     assert list(document) == ["tracekit_document", "run", "devices", "summary", "verdict",
-                              "phases", "phase_attribution", "findings", "launchers",
+                              "phases", "phase_attribution", "layers", "findings", "launchers",
                               "roofline", "kernels"]
     assert document["tracekit_document"] == DOCUMENT_VERSION == 1
     run = document["run"]

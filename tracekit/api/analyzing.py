@@ -16,6 +16,7 @@ from pathlib import Path
 from tracekit.api.run import Run
 from tracekit.api.store import RunStore, as_run_store
 from tracekit.errors import UsageError
+from tracekit.vocabulary import ENGINES
 
 PathLike = str | os.PathLike[str]
 
@@ -31,7 +32,7 @@ def analyze(path_or_paths: PathLike | Iterable[PathLike], *, model: PathLike | N
             expect: str | None = None, gpu: str | None = None,
             logs: PathLike | Iterable[PathLike] = (),
             store: RunStore | PathLike | None = None, label: str | None = None,
-            rules: PathLike | Iterable[PathLike] = ()) -> Run:
+            rules: PathLike | Iterable[PathLike] = (), engine: str | None = None) -> Run:
     """Analyze trace files as one run and return it (``tracekit analyze FILE…``).
 
     ``model``: a checkpoint folder or config file (what it declares); ``expect``: the declared
@@ -39,8 +40,10 @@ def analyze(path_or_paths: PathLike | Iterable[PathLike], *, model: PathLike | N
     ``bf16`` …); ``gpu``: the GPU when the trace does not say (``"RTX 5090"``, ``sm120``);
     ``logs``: engine logs to scan; ``store``: a RunStore, a path or a URL (default
     ``$TRACEKIT_STORE`` or ``./tracekit.db``); ``label``: a name for the run; ``rules``: extra
-    rule pack folders. The same bytes analyzed again give the stored run (judged again when
-    ``model``/``expect``/``gpu``/``logs``/``rules`` are given).
+    rule pack folders; ``engine``: the engine that ran the trace (``vllm``, ``sglang``,
+    ``trtllm``, ``llama.cpp``) when its markers and logs do not say. The same bytes analyzed
+    again give the stored run (judged again when ``model``/``expect``/``gpu``/``logs``/
+    ``rules``/``engine`` are given).
     """
     from tracekit.analysis import AnalysisOptions, check_inputs
     from tracekit.analysis import analyze as run_analysis
@@ -51,9 +54,12 @@ def analyze(path_or_paths: PathLike | Iterable[PathLike], *, model: PathLike | N
     if label is not None and not isinstance(label, str):
         raise UsageError(f"label= takes a string, got {label!r}")
     check_inputs(paths, label)
+    if engine is not None and engine not in ENGINES:
+        raise UsageError(f"engine={engine!r} is not one of " + ", ".join(ENGINES))
     options = AnalysisOptions(
         model=Path(model) if model is not None else None, expect=expect, gpu=gpu,
-        logs=_paths(logs, "logs="), rules_dirs=_paths(rules, "rules="), label=label)
+        logs=_paths(logs, "logs="), rules_dirs=_paths(rules, "rules="), label=label,
+        engine=engine)
     run_store = as_run_store(store)
     result = run_analysis(run_store.writer(), paths, options)
     found = list(result.document.get("warnings", []))

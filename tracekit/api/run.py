@@ -143,6 +143,14 @@ class Run:
 
         return tables.findings(self.document())
 
+    def layers(self) -> pd.DataFrame:
+        """The layer table: per phase, layer group (attention, mlp, moe_experts, lm_head, …)
+        and path that ran — declared, expected on this GPU in this engine, share of the
+        phase's GEMM time, outcome (as_declared, silent_fallback, …), reason, evidence."""
+        from tracekit.api import tables
+
+        return tables.layers(self.document())
+
     def roofline(self) -> pd.DataFrame:
         """The roofline per GEMM family (kernel name × op signature, or × ncu counters):
         launches, GPU time, FLOPs, bytes, achieved TFLOP/s and GB/s, intensity, compute- or

@@ -24,7 +24,7 @@ from tracekit.report.document import GEMM_OPS, PHASES
 from tracekit.store.db import Store
 from tracekit.store.runs import RunSummary
 from tracekit.store.sql import text_with_lists
-from tracekit.vocabulary import SEVERITIES
+from tracekit.vocabulary import LAYERS, OUTCOMES, SEVERITIES
 
 
 def _category(values: Sequence[Any], vocabulary: Sequence[str]) -> pd.Categorical:
@@ -135,6 +135,22 @@ def findings(document: dict[str, Any]) -> pd.DataFrame:
         "message": None, "evidence": None})
     frame["severity"] = _category(frame["severity"].tolist(), SEVERITIES)
     frame["phase"] = _category(frame["phase"].tolist(), PHASES)
+    return frame
+
+
+def layers(document: dict[str, Any]) -> pd.DataFrame:
+    """The layer table: one row per (phase, layer group, path that ran) with what the group
+    declares, what the engine can best run for it on this GPU, the outcome and its evidence."""
+    frame = records_frame(document.get("layers") or [], {
+        "phase": None, "layer": None, "declared": None, "declared_status": None,
+        "expected": None, "expected_kind": None, "expected_kernels": None, "ran": None,
+        "weights": None, "ns": "int64", "share": "float64", "outcome": None, "severity": None,
+        "reason": None, "sources": None, "libraries": None, "kernels": None})
+    frame["phase"] = _category(frame["phase"].tolist(), PHASES)
+    frame["layer"] = _category(frame["layer"].tolist(), LAYERS)
+    frame["ran"] = _category(frame["ran"].tolist(), VOCABULARY["path"])
+    frame["outcome"] = _category(frame["outcome"].tolist(), OUTCOMES)
+    frame["severity"] = _category(frame["severity"].tolist(), SEVERITIES)
     return frame
 
 

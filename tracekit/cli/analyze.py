@@ -9,6 +9,7 @@ import click
 
 from tracekit.cli import fail
 from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json, store_option
+from tracekit.vocabulary import ENGINES
 
 
 @click.command()
@@ -21,6 +22,9 @@ from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json,
                    "weight_only, bf16, fp16, tf32, fp32, fp64).")
 @click.option("--gpu", default=None, metavar="NAME|ARCH",
               help="The GPU when the trace does not say (e.g. 'RTX 5090', sm120).")
+@click.option("--engine", type=click.Choice(ENGINES), default=None,
+              help="The engine that ran the trace, when its step markers and log lines do not "
+                   "say: which kernels it can launch for each layer on this GPU.")
 @click.option("--log", "logs", multiple=True, type=click.Path(path_type=Path),
               help="Engine log to scan for kernel-selection and fallback lines (repeatable).")
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(path_type=Path),
@@ -43,7 +47,7 @@ from tracekit.cli.common import SEVERITIES, exit_code_for, open_for, print_json,
               help="Recognize a stored trace by its content hash only (by default the same "
                    "path with unchanged size, time and inode is the stored run).")
 def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
-            expect: str | None, gpu: str | None, logs: tuple[Path, ...],
+            expect: str | None, gpu: str | None, engine: str | None, logs: tuple[Path, ...],
             rules_dirs: tuple[Path, ...], label: str | None, as_json: bool,
             html_path: Path | None, fail_on: str | None, jobs: int | None, one_run: bool,
             job: str | None, rehash: bool) -> None:
@@ -70,7 +74,7 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
              "does not exist")
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
                               rules_dirs=rules_dirs, label=label, rehash=rehash, jobs=jobs,
-                              one_run=one_run, job=job)
+                              one_run=one_run, job=job, engine=engine)
     if fail_on:
         # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
         # expectation that cannot be read is bad usage (without it, a warning).

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 
 from tracekit.expect.checkpoint.layers import LayerDeclaration
 from tracekit.gpus import native_paths
-from tracekit.vocabulary import QUANTIZED_PATHS, WIDE_PATHS
+from tracekit.vocabulary import ENGINES, QUANTIZED_PATHS, WIDE_PATHS
 
-#: the engines whose kernel choices tracekit knows (``--engine``); None = not known
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llama.cpp")
+__all__ = ["ENGINES", "KINDS", "ExpectedPath", "expected_path", "rank"]
 KINDS = ("native", "by_design", "hardware_fallback", "unsupported", "unknown")
 
 

@@ -8,15 +8,19 @@ counts, link counts, kernel architectures, attention kernels and engine log line
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tracekit.findings.judgement import (
     SIXTEEN_BIT_PATHS,
     Judgement,
+    LayerVerdict,
     PhaseTime,
     RunJudgement,
     judge_run,
+    verdict_fields,
 )
 from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
@@ -38,7 +42,9 @@ def evaluate(ctx: FindingContext, judged: RunJudgement | None = None) -> list[Fi
     judged = judged if judged is not None else judge_run(ctx, rules)
     phases = list(judged.phases)
     findings: list[Finding] = []
+    findings += _declaration_findings(ctx, rules)
     findings += _expectation_findings(list(judged.judgements), phases, ctx, rules)
+    findings += _graph_findings(ctx, rules)
     findings += _unknown_findings(phases, ctx, rules)
     findings += _step_findings(ctx, rules)
     findings += _nvtx_findings(ctx, rules)
@@ -73,12 +79,19 @@ def _make(
     )
 
 
-_STATE_RULES = {
-    "fallback": "silent-fallback",
-    "unverified": "fallback-unverified",
+#: layer-verdict outcome → the finding it raises (per phase and outcome)
+_OUTCOME_RULES = {
+    "silent_fallback": "silent-fallback",
+    "logged_fallback": "logged-fallback",
+    "degraded": "degraded-path",
+    "mismatch": "path-mismatch",
     "hardware_limited": "hardware-limited",
-    "native_unused": "native-unused",
+    "better": "better-path",
+    "undetermined": "layers-undetermined",
 }
+#: the findings of a fallback the roofline re-costs on the expected path
+FALLBACK_FINDINGS = ("silent-fallback", "logged-fallback", "degraded-path",
+                     "fallback-unverified")
 
 
 def _top_kernels(
@@ -100,67 +113,133 @@ def _expectation_findings(
     ctx: FindingContext,
     rules: FindingRules,
 ) -> list[Finding]:
+    """One finding per (phase, outcome) over the layer verdicts that carry at least
+    ``fallback_min_share`` of the phase's GEMM time (``native-unused`` per phase)."""
     findings = []
-    decl = ctx.declaration
+    min_share = rules.setting("fallback_min_share", 0.05)
     for judgement, phase in zip(judgements, phases, strict=True):
-        rule_id = _STATE_RULES.get(judgement.state)
-        if rule_id is None:
-            continue
-        observed_paths = judgement.observed.split(" + ")
-        evidence: list[dict[str, Any]] = [
-            {
-                "source": "gemm_time",
-                "phase": phase.phase,
-                "path": p,
-                "ns": phase.by_path.get(p, 0),
-                "share": phase.by_path.get(p, 0) / phase.total,
-            }
-            for p in sorted(phase.by_path, key=lambda p: -phase.by_path[p])
-        ]
-        evidence += _top_kernels(ctx, phase.phase, observed_paths)
-        if decl is not None:
-            evidence.append(
-                {
-                    "source": "checkpoint",
-                    "format": decl.format,
-                    "path": decl.path,
-                    "file": decl.source,
-                    "kv_cache": decl.kv_cache,
-                }
-            )
-            # What the judgement compared, in words other stages can read back (the
-            # roofline's fallback estimate re-costs the observed paths on the expected one).
-            evidence.append(
-                {
-                    "source": "judgement",
-                    "state": judgement.state,
-                    "observed": [p for p in observed_paths if p in phase.by_path],
-                    "expected": decl.path,
-                    "weights": decl.weights,
-                    "activations": decl.activations,
-                }
-            )
-        if ctx.gpu_arch:
-            evidence.append(
-                {
-                    "source": "gpu",
-                    "arch": ctx.gpu_arch,
-                    "name": ctx.gpu_name,
-                    "native": sorted(native_paths(ctx.gpu_arch)),
-                }
-            )
-        evidence += [e.as_dict() for e in ctx.log_evidence if e.kind != "device"]
-        findings.append(
-            _make(
-                rules,
-                rule_id,
-                phase=phase.phase,
-                share=judgement.share,
-                evidence=evidence,
-                fields=judgement.fields,
-            )
-        )
+        by_outcome: dict[str, list[LayerVerdict]] = defaultdict(list)
+        for verdict in judgement.verdicts:
+            if verdict.outcome in _OUTCOME_RULES:
+                by_outcome[verdict.outcome].append(verdict)
+        wanted: list[tuple[str, list[LayerVerdict], str]] = []
+        for outcome, rows in by_outcome.items():
+            if sum(v.share for v in rows) < min_share:
+                continue
+            rule_id = _OUTCOME_RULES[outcome]
+            if outcome == "undetermined":
+                unverified = [v for v in rows if v.expected is not None
+                              and v.expected.kind == "unknown"]
+                rest = [v for v in rows if v not in unverified]
+                if unverified:
+                    wanted.append(("fallback-unverified", unverified, outcome))
+                rows = [v for v in rest if v.ran in SIXTEEN_BIT_PATHS]
+                if not rows:
+                    continue
+            wanted.append((rule_id, rows, outcome))
+        if judgement.state == "native_unused":
+            rows = [v for v in judgement.verdicts if v.ran == "weight_only"]
+            wanted.append(("native-unused", rows, "as_declared"))
+        for rule_id, rows, outcome in wanted:
+            fields = verdict_fields(phase.phase, rows, ctx, rules,
+                                    state="native_unused" if rule_id == "native-unused"
+                                    else "")
+            logged = next((v.log for v in rows if v.log is not None), None)
+            if logged is not None:
+                text = logged.text if len(logged.text) <= 100 else logged.text[:97] + "..."
+                fields.update(line=logged.line_no, text=text)
+            severity = max((v.severity for v in rows if v.severity),
+                           key=lambda s: SEVERITY_ORDER[s], default=None)
+            observed_paths = [p for p in fields["observed"].split(" + ") if p]
+            evidence = _expectation_evidence(phase, rows, observed_paths, outcome, ctx)
+            finding = _make(rules, rule_id, phase=phase.phase, share=fields["share"],
+                            evidence=evidence, fields=fields)
+            if severity is not None and rule_id == "layers-undetermined":
+                finding = replace(finding, severity=severity)
+            findings.append(finding)
     return findings
+
+
+def _expectation_evidence(phase: PhaseTime, rows: Sequence[LayerVerdict],
+                          observed_paths: Sequence[str], outcome: str,
+                          ctx: FindingContext) -> list[dict[str, Any]]:
+    decl = ctx.declaration
+    evidence: list[dict[str, Any]] = [
+        {
+            "source": "gemm_time",
+            "phase": phase.phase,
+            "path": p,
+            "ns": phase.by_path.get(p, 0),
+            "share": phase.by_path.get(p, 0) / phase.total,
+        }
+        for p in sorted(phase.by_path, key=lambda p: -phase.by_path[p])
+    ]
+    evidence += [{"source": "layer", **verdict.as_dict()} for verdict in rows]
+    evidence += _top_kernels(ctx, phase.phase, observed_paths)
+    if decl is not None:
+        evidence.append(
+            {
+                "source": "checkpoint",
+                "format": decl.format,
+                "path": decl.path,
+                "file": decl.source,
+                "kv_cache": decl.kv_cache,
+            }
+        )
+        declared = next((v.declared.scheme for v in rows
+                         if v.declared is not None and v.declared.scheme is not None), None)
+        # What the judgement compared, in words other stages can read back (the
+        # roofline's fallback estimate re-costs the observed paths on the expected one).
+        evidence.append(
+            {
+                "source": "judgement",
+                "state": outcome,
+                "observed": [p for p in observed_paths if p in phase.by_path],
+                "expected": declared.path if declared is not None else decl.path,
+                "weights": declared.weights if declared is not None else decl.weights,
+                "activations": (declared.activations if declared is not None
+                                else decl.activations),
+                "layers": sorted({v.layer for v in rows}),
+            }
+        )
+    if ctx.gpu_arch:
+        evidence.append(
+            {
+                "source": "gpu",
+                "arch": ctx.gpu_arch,
+                "name": ctx.gpu_name,
+                "native": sorted(native_paths(ctx.gpu_arch)),
+            }
+        )
+    evidence += [e.as_dict() for e in ctx.log_evidence if e.kind != "device"]
+    return evidence
+
+
+def _declaration_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    """A --model that could not be read, or a declaration that was not understood."""
+    findings = []
+    if ctx.model_error:
+        findings.append(_make(rules, "model-unreadable", phase=None, share=None,
+                              evidence=[{"source": "checkpoint", "problem": ctx.model_error}],
+                              fields={"problem": ctx.model_error}))
+    decl = ctx.declaration
+    why = getattr(decl, "not_understood", None) if decl is not None else None
+    if decl is not None and why:
+        findings.append(_make(rules, "declaration-not-understood", phase=None, share=None,
+                              evidence=[{"source": "checkpoint", "file": decl.source,
+                                         "method": decl.method, "why": why}],
+                              fields={"file": decl.source or "--model", "why": why}))
+    return findings
+
+
+def _graph_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
+    gap = ctx.graph_gap
+    if gap is None or gap.graph_launches <= 0:
+        return []
+    return [_make(rules, "graph-kernels-missing", phase=None, share=None,
+                  evidence=[{"source": "graphs", "graph_launches": gap.graph_launches,
+                             "steps_without_kernels": gap.steps_without_kernels}],
+                  fields={"launches": gap.graph_launches, "steps": gap.steps_without_kernels})]
 
 
 def _unknown_findings(
@@ -340,9 +419,7 @@ def _log_findings(
     fallback_lines = [e for e in ctx.log_evidence if e.kind in _FALLBACK_LOG_KINDS]
     if not fallback_lines:
         return []
-    if any(
-        f.rule in {"silent-fallback", "fallback-unverified", "hardware-limited"} for f in findings
-    ):
+    if any(f.rule in {*FALLBACK_FINDINGS, "hardware-limited"} for f in findings):
         return []
     first = fallback_lines[0]
     text = first.text if len(first.text) <= 100 else first.text[:97] + "..."

@@ -25,6 +25,31 @@ class PathTime:
 
 
 @dataclass(frozen=True)
+class LayerTime:
+    """GEMM time of one kernel name in one phase and layer group, with its classification and
+    what told the layer (``tracekit.vocabulary.LAYER_SOURCES``)."""
+
+    phase: str
+    layer: str
+    path: str
+    ns: int
+    library: str | None = None
+    activations: str | None = None
+    weights: str | None = None
+    source: str = "none"
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class GraphGap:
+    """CUDA-graph launches whose node kernels the trace does not have (an nsys report recorded
+    without ``--cuda-graph-trace=node``)."""
+
+    graph_launches: int
+    steps_without_kernels: int = 0
+
+
+@dataclass(frozen=True)
 class AttentionTime:
     """Attention-kernel time of one (path, weights, activations) group, with an example name."""
 
@@ -78,6 +103,8 @@ class FindingContext:
     """Everything the findings need, already aggregated (no per-record data)."""
 
     gemm: tuple[PathTime, ...] = ()
+    #: GEMM time per layer group (``layer_times``); empty: every GEMM's layer is unknown
+    layers: tuple[LayerTime, ...] = ()
     attention: tuple[AttentionTime, ...] = ()
     kernels: tuple[KernelTime, ...] = ()  # unique names (for arch tokens and examples)
     declaration: Declaration | None = None
@@ -92,3 +119,18 @@ class FindingContext:
     #: ids the ingest found naming several launches / ops (``ambiguous_links`` of the run meta)
     ambiguous_correlation_ids: int = 0
     ambiguous_external_ids: int = 0
+    #: the engine that ran the trace (``--engine``, step markers or log lines), when known
+    engine: str | None = None
+    #: why ``--model`` could not be read (file and line), when it could not
+    model_error: str | None = None
+    graph_gap: GraphGap | None = None
+
+    def layer_times(self) -> tuple[LayerTime, ...]:
+        """GEMM time per layer group; from ``gemm`` with every layer unknown when the run has
+        no layer attribution (contexts built by hand)."""
+        if self.layers:
+            return self.layers
+        return tuple(LayerTime(phase=row.phase or "unattributed", layer="unknown",
+                               path=row.path, ns=row.ns, library=row.library,
+                               activations=row.activations)
+                     for row in self.gemm)

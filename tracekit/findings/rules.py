@@ -6,13 +6,18 @@ verdict templates exist), so a broken rule pack fails with one line naming the f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from tracekit.datafiles import load_table, require
 from tracekit.errors import RuleFileError
-from tracekit.vocabulary import SEVERITY_RANK, at_or_above  # noqa: F401 - re-exported
+from tracekit.vocabulary import (
+    LAYERS,
+    OUTCOMES,
+    SEVERITY_RANK,
+    at_or_above,  # noqa: F401 - re-exported
+)
 
 FINDINGS_FILE = "_findings.toml"
 
@@ -21,6 +26,10 @@ SEVERITY_ORDER = SEVERITY_RANK
 
 _VERDICT_KEYS = (
     "fallback",
+    "logged_fallback",
+    "degraded",
+    "mismatch",
+    "undetermined",
     "unverified",
     "confirmed",
     "hardware_limited",
@@ -61,6 +70,10 @@ class FindingRules:
     verdict: dict[str, str]
     settings: dict[str, float]
     library_names: dict[str, str]
+    #: outcome → {severity, words}: how a layer verdict weighs and reads (``[outcomes]``)
+    outcomes: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: layer group → how it reads in a sentence ("the MoE experts")
+    layer_words: dict[str, str] = field(default_factory=dict)
 
     def library(self, slug: str) -> str:
         """How a classification's library slug reads in a message ("marlin" → "Marlin")."""
@@ -72,6 +85,23 @@ class FindingRules:
             return self.rules[rule_id]
         except KeyError as exc:
             raise RuleFileError(f"rules/{FINDINGS_FILE}: no rule with id '{rule_id}'") from exc
+
+    def outcome_severity(self, outcome: str, share: float = 1.0) -> str | None:
+        """The severity of a layer verdict with ``outcome`` over ``share`` of its phase's GEMM
+        time (``undetermined`` is a warning from ``undetermined_warning_share`` on)."""
+        severity = self.outcomes.get(outcome, {}).get("severity") or None
+        if outcome == "undetermined" and share >= self.setting("undetermined_warning_share",
+                                                                0.3):
+            return "warning"
+        return severity
+
+    def outcome_word(self, outcome: str) -> str:
+        """How an outcome reads after "ran bf16" ("as excluded", "— silent fallback")."""
+        return self.outcomes.get(outcome, {}).get("words", outcome.replace("_", " "))
+
+    def layer_word(self, layer: str) -> str:
+        """How a layer group reads in a sentence."""
+        return self.layer_words.get(layer, layer)
 
     def setting(self, key: str, default: float) -> float:
         """A numeric threshold from ``[settings]``."""
@@ -105,9 +135,22 @@ def load_rules() -> FindingRules:
     verdict = dict(data.get("verdict", {}))
     for key in _VERDICT_KEYS:
         require(verdict, key, FINDINGS_FILE, "[verdict]")
+    outcomes = {str(k): {str(f): str(v) for f, v in row.items()}
+                for k, row in data.get("outcomes", {}).items()}
+    for word in OUTCOMES:
+        row = require(outcomes, word, FINDINGS_FILE, "[outcomes]")
+        severity = row.get("severity", "")
+        if severity and severity not in SEVERITY_ORDER:
+            raise RuleFileError(f"rules/{FINDINGS_FILE}: [outcomes.{word}] severity "
+                                f"'{severity}' is not one of " + ", ".join(SEVERITY_ORDER))
+    layer_words = {str(k): str(v) for k, v in data.get("layer_words", {}).items()}
+    for word in LAYERS:
+        require(layer_words, word, FINDINGS_FILE, "[layer_words]")
     return FindingRules(
         rules=rules,
         verdict=verdict,
         settings=dict(data.get("settings", {})),
         library_names={str(k): str(v) for k, v in data.get("library_names", {}).items()},
+        outcomes=outcomes,
+        layer_words=layer_words,
     )

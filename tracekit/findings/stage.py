@@ -17,10 +17,19 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, and_, delete, func, insert, select, update
 
 from tracekit.expect.checkpoint import Declaration
+from tracekit.expect.kernel_paths import ENGINES
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.checks import evaluate
-from tracekit.findings.judgement import judge_run
-from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime, PathTime
+from tracekit.findings.judgement import LayerVerdict, judge_run
+from tracekit.findings.model import (
+    AttentionTime,
+    Finding,
+    FindingContext,
+    GraphGap,
+    KernelTime,
+    LayerTime,
+    PathTime,
+)
 from tracekit.findings.rules import load_rules
 from tracekit.findings.verdict import verdict_sentences
 from tracekit.run_gpu import stored_run_gpu
@@ -31,6 +40,8 @@ from tracekit.store.schema import (
     FindingRow,
     KernelGroupRow,
     KernelNameRow,
+    LayerTimeRow,
+    LayerVerdictRow,
     NvtxRangeRow,
     RunRow,
     StepRow,
@@ -49,11 +60,15 @@ def evaluate_run(
     declaration: Declaration | None = None,
     log_evidence: Iterable[LogEvidence] = (),
     unknown_threshold: float = 0.2,
+    engine: str | None = None,
+    model_error: str | None = None,
 ) -> list[Finding]:
-    """Judge run ``run_id``: replace its ``findings`` rows and ``runs.verdict``; return findings.
+    """Judge run ``run_id``: replace its ``findings``, ``layer_verdicts`` and ``runs.verdict``;
+    return the findings.
 
-    The GPU is the run's as the analysis decided and stored it (``tracekit.run_gpu``). The
-    caller owns the transaction (``store.begin()``).
+    The GPU is the run's as the analysis decided and stored it (``tracekit.run_gpu``); the
+    engine is ``engine``, else the run's (``runs.engine``, its step markers). The caller owns
+    the transaction (``store.begin()``).
     """
     ctx = build_context(
         connection,
@@ -61,10 +76,13 @@ def evaluate_run(
         declaration=declaration,
         log_evidence=tuple(log_evidence),
         unknown_threshold=unknown_threshold,
+        engine=engine,
+        model_error=model_error,
     )
     judged = judge_run(ctx, load_rules())  # one judgement per phase, for findings and verdict
     findings = evaluate(ctx, judged)
     verdict = "\n".join(verdict_sentences(ctx, judged))
+    _write_layer_verdicts(connection, run_id, judged.verdicts)
     connection.execute(delete(FindingRow).where(FindingRow.run_id == run_id))
     if findings:
         connection.execute(
@@ -86,6 +104,30 @@ def evaluate_run(
     return findings
 
 
+def _write_layer_verdicts(connection: Connection, run_id: int,
+                          verdicts: Iterable[LayerVerdict]) -> None:
+    connection.execute(delete(LayerVerdictRow).where(LayerVerdictRow.run_id == run_id))
+    rows = [
+        {
+            "run_id": run_id,
+            "phase": v.phase,
+            "layer": v.layer,
+            "declared": v.declared_label,
+            "expected": v.expected.path if v.expected else None,
+            "expected_kind": v.expected.kind if v.expected else None,
+            "ran": v.ran,
+            "total_ns": v.ns,
+            "share": v.share,
+            "outcome": v.outcome,
+            "severity": v.severity,
+            "evidence_json": json.dumps(v.as_dict(), default=str),
+        }
+        for v in verdicts
+    ]
+    if rows:
+        connection.execute(insert(LayerVerdictRow), rows)
+
+
 def build_context(
     connection: Connection,
     run_id: int,
@@ -93,6 +135,8 @@ def build_context(
     declaration: Declaration | None = None,
     log_evidence: tuple[LogEvidence, ...] = (),
     unknown_threshold: float = 0.2,
+    engine: str | None = None,
+    model_error: str | None = None,
 ) -> FindingContext:
     """Aggregate what the findings need from the store."""
     gpu = stored_run_gpu(connection, run_id)
@@ -103,6 +147,7 @@ def build_context(
     links = _ambiguous_links(connection, run_id)
     return FindingContext(
         gemm=_gemm_time(groups),
+        layers=_layer_times(connection, run_id),
         attention=_attention_time(groups),
         kernels=_kernel_times(groups, device_archs),
         declaration=declaration,
@@ -116,7 +161,72 @@ def build_context(
         unknown_threshold=unknown_threshold,
         ambiguous_correlation_ids=links.get("correlation_ids", 0),
         ambiguous_external_ids=links.get("external_ids", 0),
+        engine=engine or _run_engine(connection, run_id, log_evidence),
+        model_error=model_error,
+        graph_gap=_graph_gap(connection, run_id),
     )
+
+
+def _layer_times(connection: Connection, run_id: int) -> tuple[LayerTime, ...]:
+    """The run's ``layer_times`` (tracekit.layers) with each name's classification."""
+    query = (
+        select(LayerTimeRow.phase, LayerTimeRow.layer, LayerTimeRow.source,
+               LayerTimeRow.total_ns, KernelNameRow.name, ClassificationRow.path,
+               ClassificationRow.library, ClassificationRow.activations,
+               ClassificationRow.weights)
+        .select_from(LayerTimeRow)
+        .join(KernelNameRow, KernelNameRow.id == LayerTimeRow.name_id)
+        .outerjoin(ClassificationRow,
+                   and_(ClassificationRow.run_id == run_id,
+                        ClassificationRow.name_id == LayerTimeRow.name_id))
+        .where(LayerTimeRow.run_id == run_id)
+    )
+    return tuple(
+        LayerTime(phase=row.phase, layer=row.layer, path=row.path or "unknown",
+                  ns=int(row.total_ns or 0), library=row.library, activations=row.activations,
+                  weights=row.weights, source=row.source, name=row.name)
+        for row in connection.execute(query)
+        if row.total_ns
+    )
+
+
+def _run_engine(connection: Connection, run_id: int,
+                log_evidence: tuple[LogEvidence, ...]) -> str | None:
+    """The engine that ran the trace: the run's (``tracekit audit --engine``), its step
+    markers' (one engine only), or the engine of its log lines."""
+    stored = connection.execute(select(RunRow.engine).where(RunRow.id == run_id)).scalar()
+    if stored:
+        return _engine_word(str(stored))
+    engines = connection.execute(
+        select(StepRow.engine).where(StepRow.run_id == run_id, StepRow.engine.is_not(None))
+        .group_by(StepRow.engine)).scalars().all()
+    if len(engines) == 1:
+        return _engine_word(str(engines[0]))
+    logged = {e.engine for e in log_evidence if e.engine and "|" not in e.engine}
+    if len(logged) == 1:
+        return _engine_word(logged.pop())
+    return None
+
+
+def _engine_word(engine: str) -> str | None:
+    word = engine.strip().lower().replace("tensorrt-llm", "trtllm").replace("tensorrt_llm",
+                                                                            "trtllm")
+    word = {"llama-cpp": "llama.cpp", "llamacpp": "llama.cpp"}.get(word, word)
+    return word if word in ENGINES else None
+
+
+def _graph_gap(connection: Connection, run_id: int) -> GraphGap | None:
+    """CUDA graph launches without their nodes' kernels (``tracekit.layers.graphs``, when the
+    layer stage provides it)."""
+    try:
+        from tracekit.layers.graphs import graph_trace_gap  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    gap = graph_trace_gap(connection, run_id)
+    if gap is None:
+        return None
+    return GraphGap(graph_launches=int(gap.graph_launches),
+                    steps_without_kernels=int(getattr(gap, "steps_without_kernels", 0)))
 
 
 def _ambiguous_links(connection: Connection, run_id: int) -> dict[str, int]:

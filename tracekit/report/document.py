@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from tracekit.store.counts import run_counts
-from tracekit.vocabulary import GEMM_OPS, PHASES, SEVERITIES
+from tracekit.vocabulary import GEMM_OPS, LAYERS, PHASES, SEVERITIES
 
 DOCUMENT_VERSION = 1
 
@@ -209,6 +209,29 @@ def process_names(connection: Connection, run_id: int) -> list[dict[str, Any]]:
              "gpu_ns": int(total or 0)} for tid, thread, process, count, total in rows]
 
 
+#: the order the layer table lists its groups in
+_LAYER_ORDER = {word: i for i, word in enumerate(LAYERS)}
+_PHASE_ORDER = {word: i for i, word in enumerate(PHASES)}
+
+
+def layers(connection: Connection, run_id: int) -> list[dict[str, Any]]:
+    """The ``layers`` table: each (phase, layer group, path that ran) judged against what
+    that group declares, on this GPU, in this engine (``layer_verdicts``)."""
+    rows = []
+    for (evidence_json,) in connection.execute(text(
+            "SELECT evidence_json FROM layer_verdicts WHERE run_id = :run_id"),
+            {"run_id": run_id}):
+        try:
+            row = json.loads(evidence_json or "{}")
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row:
+            rows.append(row)
+    rows.sort(key=lambda r: (_PHASE_ORDER.get(str(r.get("phase")), 99),
+                             _LAYER_ORDER.get(str(r.get("layer")), 99), -int(r.get("ns") or 0)))
+    return rows
+
+
 def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
     """The whole analysis document for one run (``--json``: docs/json-document.md)."""
     kernel_entries = kernels(connection, run_id)
@@ -226,6 +249,7 @@ def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
         "verdict": [line for line in (verdict_row or "").splitlines() if line],
         "phases": phase_table,
         "phase_attribution": phase_attribution(connection, run_id, phase_table),
+        "layers": layers(connection, run_id),
         "findings": findings(connection, run_id),
         "launchers": process_names(connection, run_id),
         "roofline": roofline_section(connection, run_id),

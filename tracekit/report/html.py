@@ -104,6 +104,16 @@ def timeline_note(timeline: dict[str, Any]) -> str:
     return text
 
 
+#: the layer table's outcome colours: problems in the severity colours, fine outcomes green
+OUTCOME_COLORS = {"silent_fallback": SEVERITY_COLORS["error"],
+                  "degraded": SEVERITY_COLORS["error"],
+                  "logged_fallback": SEVERITY_COLORS["warning"],
+                  "mismatch": SEVERITY_COLORS["warning"],
+                  "undetermined": SEVERITY_COLORS["info"],
+                  "hardware_limited": SEVERITY_COLORS["info"],
+                  "as_declared": "#2e7d32", "better": "#2e7d32", "excluded": "#777777"}
+
+
 def verdict_class(document: dict[str, Any]) -> str:
     """The verdict box's colour: the worst finding's severity, or ok."""
     severities = {finding["severity"] for finding in document.get("findings", [])}
@@ -156,6 +166,9 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         phase_attribution=document.get("phase_attribution"),
         warnings=document.get("warnings") or [],
         findings=document["findings"],
+        layers=[row for row in document.get("layers") or []
+                if row.get("outcome") != "no_declaration"],
+        outcome_colors=OUTCOME_COLORS,
         top_kernels=document["kernels"][:TOP_KERNELS],
         more_kernels=document["kernels"][TOP_KERNELS:MAX_KERNEL_ROWS],
         kernels_left_out=max(0, len(document["kernels"]) - MAX_KERNEL_ROWS),

@@ -74,6 +74,7 @@ def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
     _devices(console, document["devices"])
     _gemm_paths(console, summary)
     _phases(console, document["phases"])
+    _layers(console, document.get("layers") or [])
     _roofline(console, document.get("roofline"))
     _top_kernels(console, document["kernels"], summary["gpu_time_ns"])
     _launchers(console, document.get("launchers") or [])
@@ -131,6 +132,45 @@ def _phases(console: Console, phases: dict[str, Any]) -> None:
                       f"{data['prefill_tokens']:,}/{data['decode_tokens']:,}",
                       format_ns(data["gpu_ns"]), format_ns(gemm), by_path or "–")
     console.print(table)
+
+
+OUTCOME_STYLE = {"silent_fallback": "bold red", "degraded": "bold red",
+                 "logged_fallback": "yellow", "mismatch": "yellow", "undetermined": "cyan",
+                 "hardware_limited": "cyan", "better": "green", "as_declared": "green",
+                 "excluded": "dim", "unknown": "dim", "no_declaration": "dim"}
+LAYER_ROWS = 24
+
+
+def _layers(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The layer table: per phase and layer group, what it declares, what this GPU and engine
+    can run for it, what ran, and the outcome (shown when something was declared)."""
+    if not rows or all(row["outcome"] == "no_declaration" for row in rows):
+        return
+    table = Table(title="layers (each judged against what it declares)", title_justify="left",
+                  show_edge=False)
+    for column, justify in (("phase", "left"), ("layer", "left"), ("declared", "left"),
+                            ("expected here", "left"), ("ran", "left"),
+                            ("share", "right"), ("outcome", "left"), ("told by", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    previous = None
+    for row in rows[:LAYER_ROWS]:
+        expected = row.get("expected") or "–"
+        if row.get("expected_kind") == "hardware_fallback":
+            expected = f"{expected} (no native path)"
+        ran = row["ran"] + (f" ({row['weights']} weights)" if row.get("weights")
+                            and row["weights"] != "16" else "")
+        table.add_row(row["phase"] if row["phase"] != previous else "", row["layer"],
+                      row.get("declared") or "–", expected,
+                      Text(ran, style=PATH_STYLE.get(row["ran"], "")),
+                      f"{100 * row['share']:.0f}%",
+                      Text(row["outcome"].replace("_", " "),
+                           style=OUTCOME_STYLE.get(row["outcome"], "")),
+                      ", ".join(row.get("sources") or []) or "–")
+        previous = row["phase"]
+    console.print(table)
+    if len(rows) > LAYER_ROWS:
+        console.print(Text(f"  … {len(rows) - LAYER_ROWS} more rows in --json (layers)",
+                           style="dim"))
 
 
 def format_rate(value: float | None, unit: str) -> str:

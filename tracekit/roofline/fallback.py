@@ -35,7 +35,7 @@ from tracekit.roofline.model import Roof, roof_for
 from tracekit.roofline.work import expected_bits
 from tracekit.store.sql import text_with_lists
 
-FALLBACK_RULES = ("silent-fallback",)
+FALLBACK_RULES = ("silent-fallback", "logged-fallback")
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,9 @@ class Declaration:
     layers: tuple[LayerScheme, ...] = ()
     alternatives: frozenset[str] = frozenset()
     notes: tuple[str, ...] = field(default=())
+    #: why the declaration could not be read into layer schemes (a quant_method an engine
+    #: accepts that tracekit does not read); then ``path`` is "unknown" and ``layers`` empty
+    not_understood: str | None = None
 
     @property
     def paths(self) -> frozenset[str]:
@@ -115,14 +118,19 @@ def declaration_from_word(word: str) -> Declaration:
     quant = {"fp4": "FP4", "fp8": "FP8", "int8": "INT8", "weight_only": "weight-only"}.get(
         normalized, normalized.upper()
     )
+    activations = None if normalized not in QUANTIZED_PATHS else normalized
+    # --expect states the path of the model's quantized linears (every linear but lm_head,
+    # embeddings, routers and vision towers, which stay 16-bit as in most checkpoints)
+    layer = LayerScheme(("Linear",), None, activations, scheme, normalized, quant)
     return Declaration(
         path=normalized,
         scheme=scheme,
         quant=quant,
         format=f"{quant} {scheme} (--expect)" if scheme != quant else f"{quant} (--expect)",
         method="expect",
-        activations=None if normalized not in QUANTIZED_PATHS else normalized,
+        activations=activations,
         source="--expect",
+        layers=(layer,),
     )
 
 
