@@ -138,6 +138,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     from tracekit.findings.stage import evaluate_run
     from tracekit.layers.stage import attribute_layers
     from tracekit.phases.stage import attribute_phases
+    from tracekit.ranks import rank_findings
     from tracekit.run_gpu import settle_run_gpu
 
     ruleset = load_ruleset(options.rules_dirs)
@@ -164,6 +165,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                      log_evidence=expectations.log_evidence,
                      unknown_threshold=options.unknown_threshold, engine=options.engine,
                      model_error=getattr(expectations, "model_error", None))
+        rank_findings(connection, run_id)
         document = build_document(connection, run_id)
     document["warnings"] = [*options.warnings, *expectations.warnings, *run_gpu.warnings]
     return document

@@ -890,6 +890,10 @@ def test_every_rule_message_renders_with_its_declared_fields() -> None:
         "why": "quant_method 'hqq' is not read",
         "problem": "config.json: not valid JSON",
         "launches": 4,
+        "rank": 3,
+        "aligned": 120,
+        "ranks": 8,
+        "excess": 0.18,
     }
     rules = load_rules()
     for row in load_table("_findings.toml")["rule"]:

@@ -101,10 +101,23 @@ class Run:
         return tables.summary(self.document())
 
     def devices(self) -> pd.DataFrame:
-        """The GPUs: index, name, compute capability, arch (and where it came from), SMs."""
+        """The GPUs as the ranks used them: rank, index, name, compute capability, arch (and
+        where it came from), SMs, and the kernels, GPU time and GEMM time by path each ran."""
         from tracekit.api import tables
 
         return tables.devices(self.document())
+
+    def ranks(self) -> pd.DataFrame:
+        """One row per rank (a process that ran kernels): pid, file, host, devices, GPUs,
+        kernels, GPU time, GEMM time by path, GPU time per phase (``prefill_ns`` …)."""
+        from tracekit.api import tables
+
+        return tables.ranks(self.document())
+
+    def iterations(self) -> dict[str, Any] | None:
+        """The steps of each engine iteration lined up across ranks: spread, slowest rank,
+        straggler (the document's ``iterations``; None with fewer than two ranks)."""
+        return self.document().get("iterations")
 
     def gemm_paths(self, by: str | Sequence[str] | None = "phase") -> pd.DataFrame:
         """GEMM time by datatype path: per phase (default), per ``"device"``, both
@@ -132,7 +145,8 @@ class Run:
         return tables.names(self.document())
 
     def launchers(self) -> pd.DataFrame:
-        """The CPU threads that launched the most GPU time (process, thread, kernels)."""
+        """The CPU threads that launched the most GPU time: process and thread with their
+        ids, rank, devices, kernels, GPU time."""
         from tracekit.api import tables
 
         return tables.launchers(self.document())

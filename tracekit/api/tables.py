@@ -155,16 +155,34 @@ def layers(document: dict[str, Any]) -> pd.DataFrame:
 
 
 def devices(document: dict[str, Any]) -> pd.DataFrame:
-    """The run's GPUs as the trace (or ``--gpu``) describes them."""
+    """The run's GPUs as the ranks used them (the trace, or ``--gpu``, describes them): one
+    row per (rank, device number) that ran kernels, then the devices that ran none."""
     return records_frame(document["devices"], {
-        "index": "Int32", "name": None, "compute_capability": None, "arch": None,
-        "arch_source": None, "sm_count": "Int32", "memory_bytes": "Int64", "uuid": None})
+        "rank": "Int32", "index": "Int32", "pid": "Int64", "name": None,
+        "compute_capability": None, "arch": None, "arch_source": None, "sm_count": "Int32",
+        "memory_bytes": "Int64", "uuid": None, "kernels": "int64", "gpu_ns": "int64",
+        "gemm_ns": "int64", "gemm_ns_by_path": None})
+
+
+def ranks(document: dict[str, Any]) -> pd.DataFrame:
+    """One row per rank (process that ran kernels): where it ran, what, per phase."""
+    rows = []
+    for entry in document.get("ranks") or []:
+        row = {key: value for key, value in entry.items() if key != "phase_ns"}
+        row.update({f"{phase}_ns": entry["phase_ns"].get(phase, 0) for phase in PHASES})
+        rows.append(row)
+    return records_frame(rows, {
+        "rank": "int32", "trace_rank": "Int32", "pid": "Int64", "process": None, "file": None,
+        "host": None, "devices": None, "gpus": None, "kernels": "int64", "gpu_ns": "int64",
+        "gemm_ns": "int64", "gemm_ns_by_path": None,
+        **{f"{phase}_ns": "int64" for phase in PHASES}})
 
 
 def launchers(document: dict[str, Any]) -> pd.DataFrame:
     """The CPU threads that launched the most GPU time (the summary's launching threads)."""
     return records_frame(document.get("launchers") or [], {
-        "process": None, "thread": None, "global_tid": "Int64", "kernels": "int64",
+        "global_tid": "Int64", "thread": None, "tid": "Int64", "process": None,
+        "pid": "Int64", "rank": "Int32", "devices": None, "kernels": "int64",
         "gpu_ns": "int64"})
 
 

@@ -158,6 +158,8 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         data_json=script_json(page_data),
         run=document["run"],
         devices=document["devices"],
+        ranks=document.get("ranks") or [],
+        iterations=document.get("iterations"),
         summary=document["summary"],
         verdict=document.get("verdict") or [],
         verdict_class=verdict_class(document),

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracekit.report.document import PHASES
+from tracekit.report.names import distinct_cuts
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 PATH_STYLE = {"fp4": "magenta", "fp8": "blue", "int8": "green", "weight_only": "red",
@@ -48,10 +49,6 @@ def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
 
 
-def _short(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
 def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
     """Print the summary of one analysis document."""
     console = PipeSafeConsole(file=stream or sys.stdout, highlight=False, soft_wrap=False,
@@ -71,7 +68,9 @@ def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
         f"GPU time {format_ns(summary['gpu_time_ns'])} · GEMM {format_ns(summary['gemm_time_ns'])} "
         f"· NVTX ranges {summary.get('nvtx_ranges', 0):,} · processes "
         f"{summary.get('processes', 0)} · threads {summary.get('threads', 0)}")
-    _devices(console, document["devices"])
+    _devices(console, document["devices"], several=len(document.get("ranks") or []) > 1)
+    _ranks(console, document.get("ranks") or [])
+    _iterations(console, document.get("iterations"))
     _gemm_paths(console, summary)
     _phases(console, document["phases"])
     _layers(console, document.get("layers") or [])
@@ -81,17 +80,83 @@ def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
     _findings(console, document["findings"])
 
 
-def _devices(console: Console, devices: list[dict[str, Any]]) -> None:
+def _devices(console: Console, devices: list[dict[str, Any]], *, several: bool = False
+             ) -> None:
+    """One row per device; with several ranks, whose it is and what ran on it."""
     if not devices:
         return
     table = Table(title="devices", title_justify="left", show_edge=False)
-    for column in ("index", "name", "cc", "arch", "SMs"):
-        table.add_column(column)
+    columns = (("rank", "index") if several else ("index",)) + ("name", "cc", "arch", "SMs")
+    if several:
+        columns += ("kernels", "GPU time", "GEMM by path")
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("kernels", "GPU time")
+                         else "left")
     for device in devices:
-        table.add_row(str(device["index"]), device["name"] or "(not in trace)",
-                      device["compute_capability"] or "–", device["arch"] or "–",
-                      str(device["sm_count"] or "–"))
+        row = [str(device["index"]), device["name"] or "(not in trace)",
+               device["compute_capability"] or "–", device["arch"] or "–",
+               str(device["sm_count"] or "–")]
+        if several:
+            rank = device.get("rank")
+            row = [str(rank) if rank is not None else "–", *row,
+                   f"{device.get('kernels', 0):,}", format_ns(device.get("gpu_ns", 0)),
+                   _paths(device.get("gemm_ns_by_path") or {}, device.get("gemm_ns", 0))]
+        table.add_row(*row)
     console.print(table)
+
+
+def _paths(by_path: dict[str, int], total: int) -> str:
+    return ", ".join(f"{path} {_share(ns, total)}" for path, ns in
+                     sorted(by_path.items(), key=lambda kv: -kv[1])) or "–"
+
+
+def _ranks(console: Console, ranks: list[dict[str, Any]]) -> None:
+    """Per rank (process): where it ran, what it ran, per phase — only with several."""
+    if len(ranks) < 2:
+        return
+    table = Table(title="ranks", title_justify="left", show_edge=False)
+    for column, justify in (("rank", "right"), ("process", "left"), ("file", "left"),
+                            ("GPU", "left"), ("devices", "left"), ("kernels", "right"),
+                            ("GPU time", "right"), ("GEMM", "right"), ("GEMM by path", "left"),
+                            ("prefill", "right"), ("decode", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for rank in ranks:
+        where = f"{rank['process'] or '–'} ({rank['pid']})" if rank["pid"] is not None \
+            else (rank["process"] or "–")
+        if rank.get("host"):
+            where += f" @ {rank['host']}"
+        phase_ns = rank.get("phase_ns") or {}
+        table.add_row(str(rank["rank"]), Text(where), Text(rank.get("file") or "–"),
+                      Text(", ".join(rank.get("gpus") or []) or "–"),
+                      ", ".join(str(d) for d in rank.get("devices") or []) or "–",
+                      f"{rank['kernels']:,}", format_ns(rank["gpu_ns"]),
+                      format_ns(rank["gemm_ns"]),
+                      _paths(rank["gemm_ns_by_path"], rank["gemm_ns"]),
+                      format_ns(phase_ns.get("prefill", 0)),
+                      format_ns(phase_ns.get("decode", 0)))
+    console.print(table)
+
+
+def _iterations(console: Console, iterations: dict[str, Any] | None) -> None:
+    """The steps of each iteration lined up across ranks: spread and the slowest rank."""
+    if not iterations:
+        return
+    aligned, ranks = iterations["aligned"], iterations["ranks"]
+    counts = iterations["steps_per_rank"]
+    line = (f"iterations: {aligned:,} steps of each of {ranks} ranks lined up"
+            + ("" if len(set(counts.values())) == 1 else
+               f" (ranks recorded {'/'.join(str(n) for n in counts.values())} steps)"))
+    if aligned:
+        mean, top = iterations["mean_spread_ns"], iterations["max_spread_ns"]
+        line += (f"; spread (slowest − fastest rank) mean {format_ns(mean)}, "
+                 f"max {format_ns(top)}")
+    console.print(line)
+    for entry in iterations["slowest"][:3]:
+        console.print(Text(
+            f"  rank {entry['rank']} slowest in {entry['iterations']:,} of {aligned:,} "
+            f"({100 * entry['share']:.0f}%), on average {100 * entry['mean_excess']:.1f}% "
+            "slower than the other ranks", style="bold" if entry["rank"] ==
+            iterations.get("straggler") else ""))
 
 
 def _gemm_paths(console: Console, summary: dict[str, Any]) -> None:
@@ -253,25 +318,44 @@ def _top_kernels(console: Console, kernels: list[dict[str, Any]], gpu_ns: int) -
     for column, justify in (("time", "right"), ("share", "right"), ("count", "right"),
                             ("op", "left"), ("path", "left"), ("name", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for entry in kernels[:TOP_KERNELS]:
+    shown = kernels[:TOP_KERNELS]
+    names = distinct_cuts([entry["name"] for entry in shown], NAME_WIDTH)
+    for entry, name in zip(shown, names, strict=True):
         table.add_row(format_ns(entry["total_ns"]), _share(entry["total_ns"], gpu_ns),
                       f"{entry['count']:,}", entry["op"],
                       Text(entry["path"], style=PATH_STYLE.get(entry["path"], "")),
-                      Text(_short(entry["name"])))
+                      Text(name))
     console.print(table)
 
 
 def _launchers(console: Console, launchers: list[dict[str, Any]]) -> None:
-    named = [item for item in launchers if item["thread"] or item["process"]]
+    """The launching threads: process and thread with their ids, rank, devices."""
+    named = [item for item in launchers if item["thread"] or item["process"]
+             or item.get("pid") is not None]
     if not named:
         return
+    several = len({item.get("rank") for item in named}) > 1
     table = Table(title="launching threads", title_justify="left", show_edge=False)
-    for column in ("process", "thread", "kernels", "GPU time"):
+    for column in (("rank",) if several else ()) + ("process (pid)", "thread (tid)",
+                                                    "devices", "kernels", "GPU time"):
         table.add_column(column)
     for item in named[:8]:
-        table.add_row(Text(item["process"] or "–"), Text(item["thread"] or "–"),
-                      f"{item['kernels']:,}", format_ns(item["gpu_ns"]))
+        process = _with_id(item["process"], item.get("pid"))
+        thread = _with_id(item["thread"], item.get("tid"))
+        row: list[Text | str] = [Text(process), Text(thread),
+               ", ".join(str(d) for d in item.get("devices") or []) or "–",
+               f"{item['kernels']:,}", format_ns(item["gpu_ns"])]
+        if several:
+            rank = item.get("rank")
+            row.insert(0, str(rank) if rank is not None else "–")
+        table.add_row(*row)
     console.print(table)
+
+
+def _with_id(name: str | None, number: int | None) -> str:
+    if number is None:
+        return name or "–"
+    return f"{name or '?'} ({number})"
 
 
 def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
