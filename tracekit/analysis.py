@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from tracekit import judgements
 from tracekit.ingest.pipeline import IngestResult, ingest
 from tracekit.report.document import build_document
 from tracekit.store.db import Store
@@ -46,6 +47,8 @@ class AnalysisOptions:
     one_run: bool = False
     #: add the files to the run of this job (made by the first ingest naming it)
     job: str | None = None
+    #: judge a stored run with the options given only, not the earlier judgement's
+    fresh: bool = False
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -111,12 +114,21 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions, *,
             with store.begin() as connection:
                 connection.execute(text("UPDATE runs SET label = :label WHERE id = :run_id"),
                                    {"label": options.label, "run_id": ingested.run_id})
-        if not options.rejudge:
-            # The same bytes again and nothing new to judge them by: show what is stored.
-            with store.connect() as connection:
-                document = build_document(connection, ingested.run_id)
-            document["warnings"] = list(options.warnings)
-            return AnalysisResult(ingested.run_id, True, document)
+    # A run judged before (a stored run, a job's run gaining files) keeps the expectations
+    # of its earlier judgement unless replaced (tracekit.judgements).
+    with store.connect() as connection:
+        previous = judgements.stored(connection, ingested.run_id)
+    wanted = options.rejudge or options.engine is not None or options.fresh
+    new_rules = bool(options.rules_dirs)  # the same folder may hold new rules
+    options, notes = judgements.recall(previous, options, fresh=options.fresh)
+    if ingested.existing and (not wanted or (judgements.same(previous, options)
+                                             and not options.fresh and not new_rules)):
+        # The same bytes again and nothing new to judge them by: show what is stored.
+        with store.connect() as connection:
+            document = build_document(connection, ingested.run_id)
+        document["warnings"] = list(options.warnings)
+        return AnalysisResult(ingested.run_id, True, document)
+    options.warnings.extend(notes)
     document = run_stages(store, ingested.run_id, options,
                           ingest_steps=None if ingested.existing or several else steps)
     return AnalysisResult(ingested.run_id, ingested.existing, document)
@@ -166,6 +178,7 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                      unknown_threshold=options.unknown_threshold, engine=options.engine,
                      model_error=getattr(expectations, "model_error", None))
         rank_findings(connection, run_id)
+        judgements.remember(connection, run_id, options)
         document = build_document(connection, run_id)
     document["warnings"] = [*options.warnings, *expectations.warnings, *run_gpu.warnings]
     return document

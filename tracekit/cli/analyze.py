@@ -43,6 +43,10 @@ from tracekit.vocabulary import ENGINES
 @click.option("--job", default=None, metavar="NAME",
               help="Add the files to the run of job NAME (made by the first analyze that "
                    "names it): each host's analyze adds its ranks to one run.")
+@click.option("--fresh", is_flag=True,
+              help="Judge a stored run with the options given only (by default the earlier "
+                   "judgement's --model/--expect/--gpu/--log/--rules/--engine are kept unless "
+                   "given again).")
 @click.option("--rehash", is_flag=True,
               help="Recognize a stored trace by its content hash only (by default the same "
                    "path with unchanged size, time and inode is the stored run).")
@@ -50,7 +54,7 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
             expect: str | None, gpu: str | None, engine: str | None, logs: tuple[Path, ...],
             rules_dirs: tuple[Path, ...], label: str | None, as_json: bool,
             html_path: Path | None, fail_on: str | None, jobs: int | None, one_run: bool,
-            job: str | None, rehash: bool) -> None:
+            job: str | None, fresh: bool, rehash: bool) -> None:
     """Analyze trace FILES: which arithmetic each GEMM ran, per phase, with a verdict.
 
     FILES: an Nsight Systems report (.nsys-rep, .qdstrm, SQLite export), a torch profiler
@@ -74,7 +78,7 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
              "does not exist")
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
                               rules_dirs=rules_dirs, label=label, rehash=rehash, jobs=jobs,
-                              one_run=one_run, job=job, engine=engine)
+                              one_run=one_run, job=job, engine=engine, fresh=fresh)
     if fail_on:
         # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
         # expectation that cannot be read is bad usage (without it, a warning).
