@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from tracekit.phases.ingest_time import IngestTimeSteps
 
 
+#: namespace of the PostgreSQL advisory lock that keeps judgements of one run apart
+STAGES_LOCK_SPACE = 0x7472_6B73  # "trks"
+
+
 @dataclass
 class AnalysisOptions:
     """What the user told us beyond the trace itself."""
@@ -159,6 +163,11 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
         and store.shared_by_connections
     groups = GroupsInBackground(store, run_id) if in_background else nullcontext()
     with groups, store.begin() as connection:
+        if store.is_postgres:
+            # One judgement of a run at a time: several `analyze --job` processes adding
+            # ranks to one run each judge it again (SQLite's write lock does this itself).
+            connection.execute(text("SELECT pg_advisory_xact_lock(:space, :run_id)"),
+                               {"space": STAGES_LOCK_SPACE, "run_id": run_id})
         run_gpu = settle_run_gpu(connection, run_id, expectations.gpu,
                                  expectations.log_evidence)
         if options.engine or expectations.model_label:

@@ -206,7 +206,9 @@ def iterations(connection: Connection, run_id: int, rules: FindingRules | None =
         "GROUP BY global_pid"), {"r": run_id}) if gpid in found}
     if len(counts) < 2:
         return None
-    rows = connection.execute(text(_ALIGNED), {"r": run_id, "ranks": len(counts)}).all()
+    rows = [(int(k), gpid, phase, int(top), int(bottom), float(others or 0.0))
+            for k, gpid, phase, top, bottom, others in connection.execute(
+                text(_ALIGNED), {"r": run_id, "ranks": len(counts)})]
     slowest: dict[int, list[float]] = defaultdict(list)
     spreads = []
     for _k, gpid, _phase, top, bottom, others in rows:
