@@ -34,11 +34,10 @@ import json
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tracekit.datafiles import read_toml
+from tracekit.datafiles import PARSERS_PACKAGE, RULES_PACKAGE, data_folder, read_toml
 from tracekit.errors import TracekitError
 
 
@@ -307,8 +306,8 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
 
 def builtin_files() -> list[Path]:
     """Every data file shipped with tracekit: rules/*.toml and parsers/*.toml."""
-    rules = Path(str(resources.files("tracekit.rules")))
-    parsers = Path(str(resources.files("tracekit.parsers")))
+    rules = data_folder(RULES_PACKAGE)
+    parsers = data_folder(PARSERS_PACKAGE)
     return sorted(rules.glob("*.toml")) + sorted(parsers.glob("*.toml"))
 
 
@@ -317,9 +316,7 @@ def check_files(files: Iterable[Path], ruleset: Any) -> list[TableResult]:
     results = []
     checker: Callable[[TableResult, Path, Any], None]
     for path in files:
-        if path.parent.name == "parsers" or path.parent == Path(
-            str(resources.files("tracekit.parsers"))
-        ):
+        if path.parent.name == "parsers" or path.parent == data_folder(PARSERS_PACKAGE):
             kind, checker = "parser spec", _parser
         elif not path.name.startswith("_"):
             kind, checker = "rule", _rules
