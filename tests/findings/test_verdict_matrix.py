@@ -18,8 +18,8 @@ from tests.support import paths
 from tracekit.expect.checkpoint import read_declaration
 from tracekit.expect.logs import match_line
 from tracekit.findings import FindingContext, evaluate
-from tracekit.findings.judgement import LayerVerdict, judge_run
-from tracekit.findings.model import LayerTime
+from tracekit.findings.judgement import judge_run
+from tracekit.findings.model import LayerTime, LayerVerdict
 from tracekit.findings.rules import at_or_above, load_rules
 from tracekit.gpus import parse_gpu
 from tracekit.vocabulary import OUTCOMES

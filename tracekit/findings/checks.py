@@ -13,17 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tracekit.findings.judgement import (
-    SIXTEEN_BIT_PATHS,
-    Judgement,
-    LayerVerdict,
-    PhaseTime,
-    RunJudgement,
-    judge_run,
-    verdict_fields,
-)
-from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime
+from tracekit.findings.judgement import Judgement, PhaseTime, RunJudgement, judge_run
+from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime, LayerVerdict
+from tracekit.findings.outcomes import SIXTEEN_BIT_PATHS
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
+from tracekit.findings.wording import verdict_fields
 from tracekit.gpus import kernel_archs, native_paths, runs_on
 from tracekit.vocabulary import QUANTIZED_PATHS
 
@@ -86,6 +80,7 @@ _OUTCOME_RULES = {
     "degraded": "degraded-path",
     "mismatch": "path-mismatch",
     "hardware_limited": "hardware-limited",
+    "engine_limited": "engine-limited",
     "better": "better-path",
     "undetermined": "layers-undetermined",
 }
