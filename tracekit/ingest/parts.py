@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from tracekit.errors import InputError
 from tracekit.ingest.jobs import EPOCH_FLOOR_NS, FileIdentity
 from tracekit.store.db import Store, scratch_store
 
@@ -113,21 +115,35 @@ def read_parts(paths: Sequence[Path], *, jobs: int | None = None,
             finally:
                 _stop_worker()
         else:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["tracekit.ingest.parts"])
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                     initializer=_start_worker,
-                                     initargs=(str(scratch_dir),)) as pool:
-                futures = [pool.submit(read_part, task) for task in tasks]
-                try:
-                    parts = [future.result() for future in futures]
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
+            parts = _in_workers(tasks, workers, scratch_dir)
         yield parts
     finally:
         shutil.rmtree(scratch_dir, ignore_errors=True)
+
+
+def _in_workers(tasks: list[PartTask], workers: int, scratch_dir: Path) -> list[Part]:
+    """The tasks on a pool of worker processes, results in task order.
+
+    Workers are forked: a forked worker starts at once with tracekit imported, and never
+    runs the caller's ``__main__`` again (``spawn`` and ``forkserver`` import it in every
+    worker: a script without an ``if __name__ == "__main__"`` guard, or code read from
+    stdin, would run again or break the pool). A worker reads its files only; the
+    connections the parent holds are never used in it, and it leaves with ``os._exit``.
+    """
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                             initializer=_start_worker, initargs=(str(scratch_dir),)) as pool:
+        futures = [pool.submit(read_part, task) for task in tasks]
+        try:
+            return [future.result() for future in futures]
+        except BrokenProcessPool:
+            raise InputError(
+                "a worker process reading the files stopped without a word (killed, out of "
+                "memory?)", hint="try again with fewer --jobs") from None
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 #: the scratch store of this worker process (one per process, several files each)
