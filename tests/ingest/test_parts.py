@@ -46,3 +46,21 @@ def test_a_worker_error_is_the_files_one_line(tmp_path: Path) -> None:
     bad.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     with pytest.raises(InputError, match="rank1.sqlite"), read_parts([good, bad], jobs=2):
         pass
+
+
+def test_workers_never_run_the_callers_main_again(tmp_path: Path) -> None:
+    """Python read from stdin (or a script without a main guard) analyzing a folder with
+    two workers: the workers start from the caller's state, they do not import its main."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for r in range(2):
+        nsys_rank(folder / f"rank{r}.sqlite", r)
+    script = (f"import tracekit\nprint('MAIN RAN')\n"
+              f"run = tracekit.analyze({str(folder)!r}, store={str(tmp_path / 's.db')!r}, "
+              "jobs=2)\nprint(len(run.ranks()))\n")
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["MAIN", "RAN", "2"]
