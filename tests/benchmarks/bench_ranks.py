@@ -114,20 +114,27 @@ def parsing_floor(path: Path) -> tuple[float, int]:
     return time.perf_counter() - started, kernels
 
 
+#: CPU seconds (user + system) of every process of the last ``timed`` command
+LAST_CPU: list[float] = [0.0]
+
+
 def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds of ``command`` and the peak RSS (MiB) of its largest process, measured by
-    a wrapper process of its own (``ru_maxrss`` of its children)."""
+    a wrapper process of its own (``ru_maxrss`` of its children); the CPU seconds of all its
+    processes (workers included) are left in ``LAST_CPU``: on a shared machine the CPU time
+    says what the work cost, the wall time what the others left of the cores."""
     wrapper = ("import resource, subprocess, sys, time\n"
                "t = time.perf_counter()\n"
                "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-               "print(time.perf_counter() - t, "
-               "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+               "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+               "print(time.perf_counter() - t, u.ru_maxrss / 1024, u.ru_utime + u.ru_stime)\n"
                "sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", wrapper, *command], capture_output=True,
                           text=True, env={**os.environ, "TRACEKIT_STORE": "", **(env or {})})
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    seconds, peak = done.stdout.split()
+    seconds, peak, cpu = done.stdout.split()
+    LAST_CPU[0] = float(cpu)
     return float(seconds), float(peak)
 
 
@@ -148,8 +155,10 @@ def ranks_on_all_cores(folder: Path, work: Path, cores: int, postgres: str | Non
     times: the best time of each, so a slow spell of a shared machine falls on all."""
     files = sorted(folder.iterdir())
     singles: list[list[float]] = [[] for _ in files]
+    single_cpu: list[list[float]] = [[] for _ in files]
     single_peaks: list[float] = []
     walls: list[float] = []
+    folder_cpu: list[float] = []
     peaks: list[float] = []
     pg_walls: list[float] = []
     pg_peaks: list[float] = []
@@ -157,9 +166,11 @@ def ranks_on_all_cores(folder: Path, work: Path, cores: int, postgres: str | Non
         for index, path in enumerate(files):
             seconds, peak = analyze(path, fresh_sqlite(work, "single"), 1)
             singles[index].append(seconds)
+            single_cpu[index].append(LAST_CPU[0])
             single_peaks.append(peak)
         wall, peak = analyze(folder, fresh_sqlite(work, "folder"), cores)
         walls.append(wall)
+        folder_cpu.append(LAST_CPU[0])
         peaks.append(peak)
         if postgres:
             sys.path.insert(0, str(REPO))
@@ -175,7 +186,10 @@ def ranks_on_all_cores(folder: Path, work: Path, cores: int, postgres: str | Non
         "rounds": rounds, "single_seconds": [round(min(times), 2) for times in singles],
         "sum_single_s": total, "single_peak_rss_mib": max(single_peaks), "cores": cores,
         "folder_wall_s": min(walls), "folder_walls": [round(w, 2) for w in walls],
-        "folder_peak_rss_mib": max(peaks), "ratio": min(walls) / (total / cores)}
+        "folder_peak_rss_mib": max(peaks), "ratio": min(walls) / (total / cores),
+        "sum_single_cpu_s": sum(min(times) for times in single_cpu),
+        "folder_cpu_s": min(folder_cpu),
+        "cpu_ratio": min(folder_cpu) / sum(min(times) for times in single_cpu)}
     if pg_walls:
         result.update(postgres_wall_s=min(pg_walls), postgres_peak_rss_mib=max(pg_peaks),
                       postgres_ratio=min(pg_walls) / (total / cores))
@@ -209,6 +223,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--postgres", default=None, metavar="URL")
     parser.add_argument("--big", action="store_true", help="also the 10^6-kernel file")
+    parser.add_argument("--no-floor", action="store_true", help="only the rank files")
     parser.add_argument("--keep", action="store_true", help="keep the inputs in --work")
     options = parser.parse_args()
     source = options.traces / SOURCE
@@ -223,8 +238,9 @@ def main() -> None:
     try:
         report["ranks"] = ranks_on_all_cores(folder, options.work, options.cores,
                                              options.postgres, options.rounds)
-        report["floor"] = against_floor(sorted(folder.iterdir())[0], options.work,
-                                        options.rounds)
+        if not options.no_floor:
+            report["floor"] = against_floor(sorted(folder.iterdir())[0], options.work,
+                                            options.rounds)
         if options.big:
             free = shutil.disk_usage(options.work).free / 2**30
             if free < 30:
@@ -254,7 +270,9 @@ def _table(report: dict[str, Any]) -> None:
     print(f"{ranks['files']} rank files × {ranks['mib_per_file']:.0f} MiB: one at a time "
           f"{ranks['sum_single_s']:.1f} s in all; the folder on {ranks['cores']} cores "
           f"{ranks['folder_wall_s']:.1f} s = {ranks['ratio']:.2f} × sum/cores "
-          f"(peak RSS {ranks['folder_peak_rss_mib']:.0f} MiB)")
+          f"(peak RSS {ranks['folder_peak_rss_mib']:.0f} MiB); CPU time "
+          f"{ranks['folder_cpu_s']:.1f} s against {ranks['sum_single_cpu_s']:.1f} s = "
+          f"{ranks['cpu_ratio']:.2f} ×")
     if "postgres_wall_s" in ranks:
         print(f"  PostgreSQL: {ranks['postgres_wall_s']:.1f} s = "
               f"{ranks['postgres_ratio']:.2f} × (peak RSS {ranks['postgres_peak_rss_mib']:.0f} "
