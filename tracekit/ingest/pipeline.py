@@ -60,7 +60,7 @@ from tracekit.store.schema import RunFileRow, RunRow
 from tracekit.store.sqlite_files import read_only_uri
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
-SQLITE_SOURCE_READERS = {"nsys_sqlite"}
+SQLITE_SOURCE_READERS = {"nsys_sqlite", "rocpd_sqlite"}
 
 
 class UnexpectedContent(InputError):
@@ -78,9 +78,11 @@ READER_SLIPS: tuple[type[BaseException], ...] = (
 )
 
 
-#: readers whose files are read one per part (in parallel) when a run has several; the
-#: Nsight Compute reader takes its CSVs together (launches of one session, split by page)
-PART_READERS = {"nsys_sqlite", "kineto_json", "cupti_jsonl", "qdstrm", "nsys_rep"}
+#: readers whose files are read one per part (in parallel) when a run has several: one file
+#: per rank or process. The others take their files together: Nsight Compute CSVs (launches
+#: of one session, split by page), rocprofv3 CSV and JSON outputs (the files of one capture)
+PART_READERS = {"nsys_sqlite", "rocpd_sqlite", "kineto_json", "cupti_jsonl", "qdstrm",
+                "nsys_rep"}
 
 
 @dataclass(frozen=True)
