@@ -69,6 +69,9 @@ class AnalysisResult:
     run_id: int
     existing: bool
     document: dict[str, Any]
+    #: what the user should know about how the run was judged (the earlier judgement's
+    #: options kept, those replaced: ``tracekit.judgements``); not warnings
+    notes: list[str] = field(default_factory=list)
 
 
 def check_inputs(paths: Sequence[Path], label: str | None) -> InputSet:
@@ -132,10 +135,9 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions, *,
             document = build_document(connection, ingested.run_id)
         document["warnings"] = list(options.warnings)
         return AnalysisResult(ingested.run_id, True, document)
-    options.warnings.extend(notes)
     document = run_stages(store, ingested.run_id, options,
                           ingest_steps=None if ingested.existing or several else steps)
-    return AnalysisResult(ingested.run_id, ingested.existing, document)
+    return AnalysisResult(ingested.run_id, ingested.existing, document, notes)
 
 
 def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,

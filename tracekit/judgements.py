@@ -15,7 +15,9 @@ options given alone. Expectations that cannot be read any more (a log file since
 are warnings of the judgement itself, as when they are given.
 
 ``recall`` is the one function the analysis calls before judging a stored run, and
-``remember`` the one it calls in the judgement's transaction.
+``remember`` the one it calls in the judgement's transaction. The notes are the analysis'
+``AnalysisResult.notes`` (the command prints them on stderr); what a judgement used is in
+the document, ``run.meta.judgement``.
 """
 
 from __future__ import annotations

@@ -95,6 +95,8 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
     document = result.document
     for warning in document.get("warnings", []):
         click.echo(f"tracekit: warning: {warning}", err=True)
+    for note in result.notes:
+        click.echo(f"tracekit: {note}", err=True)
     if result.existing:
         what = ("judged again with the options given" if options.rejudge
                 else "showing the stored analysis")
