@@ -20,6 +20,8 @@ roofline work model       rules/_roofline.toml ``[[op.form]] examples``: recorde
 checkpoints               rules/_checkpoints.toml ``[[example]]``: a config JSON and its path
 layer names               rules/_layer_names.toml ``[[layer]] examples``: module names and the
                           layer group the first matching row gives them
+convolutions              rules/_convolutions.toml ``[[family]] examples`` / ``not_examples``:
+                          kernel names that are (or are not) convolutions run as GEMMs
 findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
 parser specs              parsers/<id>.toml ``[[example]]``: a file's first bytes (and SQLite
                           tables) that this spec, and no earlier one, must claim
@@ -247,6 +249,21 @@ def _layer_names(result: TableResult, path: Path, ruleset: Any) -> None:
                 result.failures.append(f"{example!r}: maps to {got}, expected {row['layer']}")
 
 
+def _convolutions(result: TableResult, path: Path, ruleset: Any) -> None:
+    import re
+
+    for row in _read(path).get("family", []):
+        regex = re.compile(row["regex"])
+        for example in row.get("examples", []):
+            result.examples += 1
+            if not regex.search(example):
+                result.failures.append(f"{row['family']}: does not match {example!r}")
+        for example in row.get("not_examples", []):
+            result.examples += 1
+            if regex.search(example):
+                result.failures.append(f"{row['family']}: must not match {example!r}")
+
+
 def _findings(result: TableResult, path: Path, ruleset: Any) -> None:
     from tracekit.findings.rules import load_rules
 
@@ -300,6 +317,7 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_gpus.toml": ("GPUs", _gpus),
     "_checkpoints.toml": ("checkpoints", _checkpoints),
     "_layer_names.toml": ("layer names", _layer_names),
+    "_convolutions.toml": ("convolutions", _convolutions),
     "_findings.toml": ("findings", _findings),
     "_roofline.toml": ("roofline work model", _roofline),
 }

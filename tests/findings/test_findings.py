@@ -647,6 +647,13 @@ def test_heuristic_and_missing_phases(store: Store) -> None:
     assert not {"phases-heuristic", "phases-missing"} & rules_of(judge(store, marked, W4A4)[0])
 
 
+def test_one_heuristic_step_is_counted_in_the_singular(store: Store) -> None:
+    kernels = [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})]
+    findings, _ = judge(store, make_run(store, kernels, marker_steps=0, heuristic_steps=1), W4A4)
+    message = next(f for f in findings if f.rule == "phases-heuristic").message
+    assert message.endswith("(1 heuristic step).")
+
+
 def test_nvtx_domain_without_ranges(store: Store) -> None:
     kernels = [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})]
     lost = make_run(store, kernels, nvtx=[("domain_create", "vllm")])

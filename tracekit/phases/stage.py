@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.formatting import counted
 from tracekit.phases import attribute, heuristics
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
 from tracekit.phases.report import PhaseReport
@@ -175,8 +176,8 @@ def _marker_report(connection: Connection, run_id: int, infos: dict[str, StepInf
         "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"), params)}
     engines = sorted({info.engine for info in infos.values()})
     step_total = sum(steps.values())
-    message = (f"{step_total:,} steps from {', '.join(engines)} step markers; "
-               f"{in_steps:,} kernels attributed")
+    message = (f"{counted(step_total, 'step')} from {', '.join(engines)} step markers; "
+               f"{counted(in_steps, 'kernel')} attributed")
     if step_total == 0:
         message = (f"{marker_ranges:,} {', '.join(engines)} step markers, all idle steps: "
                    "no prefill or decode work to attribute")
