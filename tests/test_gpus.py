@@ -8,10 +8,15 @@ import pytest
 
 from tracekit.classifier import classify_name, load_ruleset
 from tracekit.datafiles import load_table
+from tracekit.expect.logs import match_line
 from tracekit.gpus import (
     KernelArch,
+    arch_from_capability,
+    arch_from_gpu_name,
     archs_with,
     built_for,
+    device_arch,
+    kernel_archs,
     known_archs,
     mma_conflict,
     mma_only_paths,
@@ -105,3 +110,60 @@ def test_one_runs_on_for_name_tokens_and_rule_requirements() -> None:
             "transOut_schedS_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f")
     assert classify_name(name, RULESET, arch="sm103").path == "fp4"
     assert classify_name(name, RULESET, arch="sm_120a").evidence == "feasibility"
+
+
+# --- NVIDIA device names and compute capabilities as toolkits report them -----------------------
+
+@pytest.mark.parametrize(("name", "arch"), [
+    ("NVIDIA H100 80GB HBM3", "sm90"), ("NVIDIA H100 PCIe", "sm90"), ("NVIDIA H100 NVL", "sm90"),
+    ("NVIDIA H200", "sm90"), ("NVIDIA H200 NVL", "sm90"), ("NVIDIA H20-3e", "sm90"),
+    ("NVIDIA H800", "sm90"), ("NVIDIA GH200 480GB", "sm90"), ("NVIDIA GH200 144G HBM3e", "sm90"),
+    ("NVIDIA B200", "sm100"), ("NVIDIA GB200", "sm100"),
+    ("NVIDIA B300 SXM6 AC", "sm103"), ("NVIDIA GB300", "sm103"),
+    ("NVIDIA GeForce RTX 5090", "sm120"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "sm120"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "sm120"),
+    ("NVIDIA GB10", "sm121"), ("NVIDIA Thor", "sm110"),
+    ("NVIDIA L40S", "sm89"), ("NVIDIA L40", "sm89"), ("NVIDIA L4", "sm89"),
+    ("NVIDIA RTX 6000 Ada Generation", "sm89"), ("NVIDIA RTX 5880 Ada Generation", "sm89"),
+    ("NVIDIA GeForce RTX 4090", "sm89"),
+    ("NVIDIA A100-SXM4-80GB", "sm80"), ("NVIDIA A100 80GB PCIe", "sm80"),
+    ("NVIDIA A800-SXM4-80GB", "sm80"), ("NVIDIA A10", "sm86"), ("NVIDIA RTX A6000", "sm86"),
+    ("Tesla T4", "sm75"), ("Tesla V100-SXM2-16GB", "sm70"), ("Tesla V100S-PCIE-32GB", "sm70"),
+])
+def test_nvidia_device_names_map_to_their_architecture(name: str, arch: str) -> None:
+    assert arch_from_gpu_name(name) == arch
+    assert parse_gpu(name).arch == arch
+    assert arch in known_archs()
+
+
+@pytest.mark.parametrize(("major", "minor", "arch"), [
+    (10, 1, "sm110"),  # Jetson Thor under CUDA 12.8/12.9
+    (11, 0, "sm110"),  # the same GPU under CUDA 13
+    (12, 1, "sm121"),  # DGX Spark GB10 under both
+    (10, 3, "sm103"), (12, 0, "sm120"), (9, 0, "sm90"),
+])
+def test_compute_capabilities_as_cuda_12_and_13_report_them(major: int, minor: int,
+                                                            arch: str) -> None:
+    assert arch_from_capability(major, minor) == arch
+    assert parse_arch(f"{major}.{minor}") == arch
+    # a device the trace describes only by its capability lands on a row of the table
+    assert device_arch(None, major, minor, None) == arch
+    assert native_paths(arch) >= {"fp8"}
+
+
+def test_the_renamed_thor_spellings_read_as_sm110() -> None:
+    assert {parse_arch(s) for s in ("sm_101", "sm_101a", "compute_101", "101a", "sm110")} == {
+        "sm110"}
+    token = kernel_archs("cutlass::device_kernel<vllm::enable_sm101a_only<Gemm>>")[0]
+    assert token.arch == "sm110" and runs_on(token, "sm110")
+    # a llama.cpp built with CUDA 12 prints Thor's capability as 10.1
+    line = match_line("  Device 0: NVIDIA Thor, compute capability 10.1, VMM: yes, "
+                      "VRAM: 125772 MiB")
+    assert line is not None and line.gpu_arch == "sm110"
+
+
+def test_capability_renames_name_rows_of_the_table() -> None:
+    renames = load_table("_gpus.toml")["capability_rename"]
+    assert renames == {"10.1": "sm110"}
+    assert all(arch in known_archs() for arch in renames.values())

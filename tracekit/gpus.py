@@ -227,13 +227,35 @@ def arch_info(arch: str) -> ArchInfo | None:
     return _arch_table().get(arch)
 
 
+@cache
+def _capability_renames() -> dict[str, str]:
+    """``[capability_rename]``: compute capabilities one toolkit reports for an architecture
+    another names otherwise ("10.1" → "sm110": Jetson Thor under CUDA 12 and 13)."""
+    file = builtin_file(GPUS_FILE)
+    renames = {str(k): str(v) for k, v in file.data.get("capability_rename", {}).items()}
+    for capability, arch in renames.items():
+        if not _CC_RE.match(capability) or arch not in file.data.get("arch", {}):
+            raise file.fail(f"[capability_rename] {capability} = {arch!r}: a compute capability "
+                            "'M.m' naming an [arch.*] row", needle=f'"{capability}"')
+    return renames
+
+
 def arch_from_capability(major: int, minor: int) -> str:
-    """NVIDIA compute capability → architecture: ``(9, 0)`` → ``"sm90"``, ``(12, 0)`` → ``"sm120"``.
+    """NVIDIA compute capability → architecture: ``(9, 0)`` → ``"sm90"``, ``(12, 0)`` → ``"sm120"``,
+    ``(10, 1)`` → ``"sm110"`` (Jetson Thor as CUDA 12 reports it, ``[capability_rename]``).
 
     Always returns a name; whether the table knows it is :func:`arch_info`'s business.
     (ROCm reports gfx942 as "9.4" through torch; use the device name for AMD GPUs.)
     """
-    return f"sm{int(major)}{int(minor)}"
+    return _capability_renames().get(f"{int(major)}.{int(minor)}", f"sm{int(major)}{int(minor)}")
+
+
+def _renamed_sm(number: str) -> str:
+    """The architecture number ``smXY`` names after the renames ("101" → "110")."""
+    text = number.lstrip("0") or "0"
+    capability = f"{text[:-1]}.{text[-1]}" if len(text) > 1 else text
+    renamed = _capability_renames().get(capability)
+    return renamed[2:] if renamed else number
 
 
 def arch_from_gpu_name(name: str) -> str | None:
@@ -331,14 +353,16 @@ def parse_arch(value: str | None) -> str | None:
 
     The one reader of architecture spellings: "sm90", "SM_90a", "sm_100f", "compute_90",
     CMake's "90a" and "100", a compute capability "9.0" → "sm90"; "gfx942",
-    "gfx942:sramecc+:xnack-" → "gfx942". (ROCm reports gfx942 as capability "9.4" through
-    torch: :func:`device_arch` prefers an AMD product name for that reason.)
+    "gfx942:sramecc+:xnack-" → "gfx942". Renamed architectures read as their new name:
+    "sm_101a" and "10.1" → "sm110" (``[capability_rename]``). (ROCm reports gfx942 as
+    capability "9.4" through torch: :func:`device_arch` prefers an AMD product name for that
+    reason.)
     """
     if not value:
         return None
     text = value.strip().lower().split(":")[0]
     if match := _SM_RE.match(text):
-        return f"sm{match.group(1)}"
+        return f"sm{_renamed_sm(match.group(1))}"
     if match := _CC_RE.match(text):
         return arch_from_capability(int(match.group(1)), int(match.group(2)))
     if _GFX_RE.match(text):
@@ -409,7 +433,8 @@ def kernel_archs(name: str) -> tuple[KernelArch, ...]:
                     scope = "exact"
                 found.append(
                     KernelArch(
-                        token=f"sm{groups['arch']}{suffix}", arch=f"sm{groups['arch']}", scope=scope
+                        token=f"sm{groups['arch']}{suffix}",
+                        arch=f"sm{_renamed_sm(groups['arch'])}", scope=scope
                     )
                 )
     return tuple(found)

@@ -12,6 +12,8 @@ truncation                rules/_truncation.toml ``[[printer.example]]``: full n
 phase markers             rules/_phase_markers.toml ``[[marker.match]]`` / ``no_match``
 phase heuristics          rules/_phase_heuristics.toml ``examples`` / ``counter_examples``
 log patterns              rules/_log_patterns.toml ``examples`` (engine log lines)
+kernel paths              rules/_kernel_paths.toml ``[[example]]``: a declared scheme, layer,
+                          GPU and engine, and the path and kind expected_path gives
 GPUs                      rules/_gpus.toml ``[[name]] examples`` (device names),
                           ``[[kernel_arch]] examples`` / ``not_examples``, ``[model.*]
                           examples`` (device names that resolve to that product alone)
@@ -167,6 +169,22 @@ def _log_patterns(result: TableResult, path: Path, ruleset: Any) -> None:
                 result.failures.append(f"{row['id']}: {example[:80]!r} matched by {got}")
 
 
+def _kernel_paths(result: TableResult, path: Path, ruleset: Any) -> None:
+    from tracekit.expect.kernel_paths import layer_scope, scheme_from_example, scheme_path
+
+    for index, raw in enumerate(_read(path).get("example", [])):
+        result.examples += 1
+        got = scheme_path(scheme_from_example(raw), layer_scope(raw["layer"]), raw["arch"],
+                          raw.get("engine"))
+        wanted = (raw["path"], raw["kind"], frozenset(raw.get("better", got.better)))
+        if (got.path, got.kind, got.better) != wanted:
+            result.failures.append(
+                f"example[{index}] {raw.get('weights')}/{raw.get('activations')} "
+                f"{raw['layer']} on {raw['arch']} in {raw.get('engine')}: {got.path} "
+                f"({got.kind}, better {sorted(got.better)}), expected {raw['path']} "
+                f"({raw['kind']}, better {sorted(wanted[2])})")
+
+
 def _gpus(result: TableResult, path: Path, ruleset: Any) -> None:
     from tracekit.gpus import arch_from_gpu_name, kernel_archs
 
@@ -314,6 +332,7 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_phase_markers.toml": ("phase markers", _phase_markers),
     "_phase_heuristics.toml": ("phase heuristics", _phase_heuristics),
     "_log_patterns.toml": ("log patterns", _log_patterns),
+    "_kernel_paths.toml": ("kernel paths", _kernel_paths),
     "_gpus.toml": ("GPUs", _gpus),
     "_checkpoints.toml": ("checkpoints", _checkpoints),
     "_layer_names.toml": ("layer names", _layer_names),

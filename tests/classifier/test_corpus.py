@@ -23,6 +23,7 @@ from tracekit.classifier import classify_names, load_ruleset
 from tracekit.classifier.corpus import (
     corpus_files,
     load_corpus,
+    render_markdown,
     score,
     snapshot_diff,
     snapshot_lines,
@@ -91,15 +92,38 @@ def test_accuracy_targets():
     )
 
 
-def test_the_readme_states_the_current_figures():
-    """README.md's accuracy table is the score of the corpus as it is (update both together)."""
-    result = score(ENTRIES, ANSWERS)
+def readme_table() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("<!-- accuracy-table -->")[1].split("<!-- /accuracy-table -->")[0]
-    row = (f"| {result.total.names} | {result.total.right_rate:.1%} | "
-           f"{result.total.abstention_rate:.1%} | {result.total.confident_wrong} |")
-    row = row.replace("%", " %")
-    assert row in table, f"README.md accuracy table should read: {row} (tracekit rules accuracy)"
+    return readme.split("<!-- accuracy-table -->")[1].split("<!-- /accuracy-table -->")[0]
+
+
+def test_the_readme_states_the_current_figures():
+    """README.md's accuracy tables (total, per family, per arch) are the score of the corpus as
+    it is: ``tracekit rules accuracy --markdown tests/corpus`` prints them (update both
+    together)."""
+    assert readme_table().strip() == render_markdown(score(ENTRIES, ANSWERS)), (
+        "README.md's accuracy table is stale: paste `tracekit rules accuracy --markdown "
+        "tests/corpus` between its <!-- accuracy-table --> markers")
+
+
+def test_the_accuracy_command_groups_by_family_and_by_arch():
+    from click.testing import CliRunner
+
+    from tracekit.cli import cli
+
+    runner = CliRunner()
+    by_arch = runner.invoke(cli, ["rules", "accuracy", "--by", "arch", str(CORPUS_DIR)])
+    assert by_arch.exit_code == 0, by_arch.output
+    assert by_arch.output.startswith("arch ") and "\nsm90 " in by_arch.output
+    assert "\ngfx950 " in by_arch.output and "\nany " in by_arch.output
+    both = runner.invoke(cli, ["rules", "accuracy", "--by", "both", str(CORPUS_DIR)])
+    assert both.output.startswith("family ") and "\narch " in both.output
+    markdown = runner.invoke(cli, ["rules", "accuracy", "--markdown", str(CORPUS_DIR)])
+    assert markdown.output.strip() == readme_table().strip()
+    as_json = json.loads(runner.invoke(cli, ["rules", "accuracy", "--json",
+                                             str(CORPUS_DIR)]).output)
+    assert set(as_json) >= {"total", "families", "archs"}
+    assert sum(t["names"] for t in as_json["archs"].values()) == as_json["total"]["names"]
 
 
 def test_every_unknown_answer_says_why():
@@ -108,23 +132,43 @@ def test_every_unknown_answer_says_why():
             assert answer.reason, entry.where
 
 
+def cut_lengths(name: str) -> list[int]:
+    """Where to cut ``name``: around every token boundary (the cuts that can make a token look
+    complete or drop the one that decides), every fifth character, and the printers' limits."""
+    separators = set("_<>(), :*&")
+    lengths = {n for n in range(6, len(name), 5)}
+    for index, char in enumerate(name):
+        if char in separators:
+            lengths.update((index - 1, index, index + 1))
+    lengths.update(p.keep for p in printers() if p.keep)
+    return sorted(n for n in lengths if 6 <= n < len(name))
+
+
 def test_cut_names_never_get_another_path():
-    """Cut every full corpus name the way each marking printer of rules/_truncation.toml would
-    (nsys stats, torch's table …): the answer must stay the full name's path, or become
-    ``unknown`` with a ``truncated:`` reason — never a different path."""
+    """Cut every full corpus name at every token boundary (and every fifth character), marked
+    with an ellipsis as any printer might (``…`` or ``...``): the answer must stay the full
+    name's path, or become ``unknown`` with a ``truncated:`` reason — never a different path.
+    The printers of rules/_truncation.toml (nsys stats 99 + ``…``, torch 52 + ``...``) are among
+    the lengths."""
     cutters = [p for p in printers() if p.keep and p.mark]
     assert {p.id for p in cutters} >= {"nsys-stats-column", "torch-table"}
+    cuts: list[str] = []
+    owners: list[tuple] = []
     for entry, full in zip(ENTRIES, ANSWERS, strict=True):
         if prepare(entry.name).truncated or full.path == "unknown":
             continue
-        cuts = sorted({p.cut(entry.name) for p in cutters} - {entry.name})
-        for cut, answer in zip(cuts, classify_names(cuts, RULESET), strict=True):
-            assert answer.path in (full.path, "unknown"), (
-                f"{entry.where}: cut {cut!r} answers {answer.path} ({answer.rule}), "
-                f"the full name {full.path}"
-            )
-            if answer.path == "unknown":
-                assert answer.reason.startswith("truncated:"), (cut, answer.reason)
+        for number, length in enumerate(cut_lengths(entry.name)):
+            cuts.append(entry.name[:length] + ("…" if number % 2 else "..."))
+            owners.append((entry, full))
+    assert len(cuts) > 50_000
+    problems = []
+    for cut, answer, (entry, full) in zip(cuts, classify_names(cuts, RULESET), owners,
+                                          strict=True):
+        if answer.path not in (full.path, "unknown") or (
+                answer.path == "unknown" and not answer.reason.startswith("truncated:")):
+            problems.append(f"{entry.where}: cut {cut!r} answers {answer.path} "
+                            f"({answer.rule}: {answer.reason}), the full name {full.path}")
+    assert not problems, "\n".join(problems[:20])
 
 
 def _may_need_binutils(name: str) -> bool:
@@ -217,3 +261,22 @@ def test_a_name_labelled_twice_is_refused(tmp_path):
     (tmp_path / "b.jsonl").write_text(line + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="already labelled"):
         load_corpus([tmp_path], RULESET.operand_types)
+
+
+def test_the_generated_cutlass_names_are_what_the_generator_writes():
+    """tests/corpus/cutlass_generated.jsonl is cutlass_library's output, unedited: where the
+    generator is installed (``pip install --no-deps nvidia-cutlass==4.2.0.0``), run it again."""
+    pytest.importorskip("cutlass_library")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_cutlass_names", CORPUS_DIR / "make_cutlass_names.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from importlib.metadata import version
+
+    if version("nvidia-cutlass") != module.VERSION:
+        pytest.skip(f"nvidia-cutlass {version('nvidia-cutlass')} is not {module.VERSION}")
+    committed = (CORPUS_DIR / "cutlass_generated.jsonl").read_text(encoding="utf-8")
+    assert module.lines(module.generate()) == committed

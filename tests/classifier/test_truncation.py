@@ -10,7 +10,7 @@ import pytest
 
 from tracekit.classifier import classify_name, load_ruleset
 from tracekit.classifier.names import prepare
-from tracekit.classifier.truncation import base_name, marks, printer_of, printers
+from tracekit.classifier.truncation import base_name, cut_mark, marks, printer_of, printers
 
 RULESET = load_ruleset(use_env=False)
 
@@ -130,3 +130,92 @@ def test_printer_of_matches_only_the_exact_limit():
     assert printer_of("x" * 99, "…").id == "nsys-stats-column"
     assert printer_of("x" * 52, "...").id == "torch-table"
     assert printer_of("x" * 30, "...") is None
+
+
+@pytest.mark.parametrize(
+    "printed, mark",
+    [("sm80_xmma_gemm_f32f32…", "…"), ("sm80_xmma_gemm_f32f32...", "..."),
+     ("sm80_xmma_gemm_f32f32..", ".."), ("sm80_xmma_gemm_f32f32 ....", "...."),
+     ("sm80_xmma_gemm_f32f32……", "……"), ("sm80_xmma_gemm_f32f32 … ...", "… ..."),
+     ("sm80_xmma_gemm_f32f32", ""), ("void f<float>(float*)", ""), ("a.b", "")],
+)
+def test_any_ellipsis_that_ends_a_name_is_a_cut_mark(printed, mark):
+    assert cut_mark(printed) == mark
+    kname = prepare(printed)
+    assert kname.truncated == bool(mark)
+    assert kname.text == "sm80_xmma_gemm_f32f32" or not mark
+
+
+#: real names (tests/corpus) cut at 40 characters, the width of a profiler's narrow table:
+#: each rule's deciding token is at or beyond the cut
+CUT_AT_40 = [
+    # the first of two operand types is visible, the second (the 8-bit weight) is not
+    "cutlass_tensorop_bf16_s16816gemm_bf16_s8_128x32_64x9_tn_align16",
+    # a compute type first, the data type in the cublasGemvTensor arguments beyond the cut
+    "void gemmk1_kernel<float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched"
+    "<__half const>, cublasGemvTensorStridedBatched<__half const>, "
+    "cublasGemvTensorStridedBatched<__half>, float, true, true>(cublasGemmk1Params<float, "
+    "cublasGemvTensorStridedBatched<__half const>, cublasGemvTensorStridedBatched<__half const>, "
+    "cublasGemvTensorStridedBatched<__half>, float>)",
+]
+
+
+@pytest.mark.parametrize("full", CUT_AT_40)
+@pytest.mark.parametrize("mark", ["…", "...", "......"])
+def test_a_name_cut_at_40_characters_before_its_deciding_token_is_unknown(full, mark):
+    assert classify_name(full, RULESET).path not in ("unknown",)
+    result = classify_name(full[:40] + mark, RULESET)
+    assert result.path == "unknown", result
+    assert result.reason.startswith("truncated:")
+
+
+def test_a_pattern_that_reaches_the_cut_abstains():
+    # (ggml_type)1 is F16, but the visible "1" may be the start of 10..19 (quantized types)
+    name = "void mul_mat_q<(ggml_type)1…"
+    result = classify_name(name, RULESET)
+    assert result.path == "unknown" and "pattern reaches the cut" in result.reason
+
+
+def test_a_decisive_group_that_took_no_part_makes_a_cut_name_unknown(tmp_path):
+    (tmp_path / "my-gemm.toml").write_text("""
+id = "my-gemm"
+description = "a GEMM whose compute type comes first and whose data type may follow"
+op = "gemm"
+priority = 99
+patterns = ['my_gemm<(?P<compute>float)(?:, data<(?P<data>half)>)?']
+decisive = ["data"]
+references = ["test"]
+
+[decode]
+compute = "type_tokens"
+data = "type_tokens"
+
+[[example]]
+name = "my_gemm<float>"
+path = "fp32"
+
+[[example]]
+name = "your_gemm<float>"
+match = false
+""")
+    ruleset = load_ruleset([tmp_path], use_env=False)
+    assert classify_name("my_gemm<float>", ruleset).path == "fp32"
+    assert classify_name("my_gemm<float, data<half>>", ruleset).path == "fp16"
+    cut = classify_name("my_gemm<float, da…", ruleset)
+    assert cut.path == "unknown" and "(data) is not in the visible part" in cut.reason
+
+
+def test_decisive_must_name_a_group(tmp_path):
+    from tracekit.errors import RuleFileError
+
+    (tmp_path / "my-gemm.toml").write_text("""
+id = "my-gemm"
+description = "d"
+op = "gemm"
+path = "bf16"
+patterns = ['my_gemm']
+decisive = ["dtype"]
+references = ["test"]
+""")
+    with pytest.raises(RuleFileError, match="decisive group 'dtype' is not a named group"):
+        load_ruleset([tmp_path], use_env=False)

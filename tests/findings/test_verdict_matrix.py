@@ -18,8 +18,8 @@ from tests.support import paths
 from tracekit.expect.checkpoint import read_declaration
 from tracekit.expect.logs import match_line
 from tracekit.findings import FindingContext, evaluate
-from tracekit.findings.judgement import LayerVerdict, judge_run
-from tracekit.findings.model import LayerTime
+from tracekit.findings.judgement import judge_run
+from tracekit.findings.model import LayerTime, LayerVerdict
 from tracekit.findings.rules import at_or_above, load_rules
 from tracekit.gpus import parse_gpu
 from tracekit.vocabulary import OUTCOMES
@@ -88,6 +88,8 @@ def test_each_layer_gets_its_outcome(case: dict[str, Any]) -> None:
         + "; ".join(f"{f.severity} {f.rule}" for f in findings))
     for rule in case.get("warnings", []):
         assert {f.severity for f in findings if f.rule == rule} == {"warning"}, case["id"]
+    states = {j.phase: j.state for j in judged.judgements}
+    assert states == case["states"], f"{case['id']}: phase states {states}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from tracekit.classifier import PATHS, load_ruleset
+from tracekit.classifier import PATHS, classify_names, load_ruleset
+from tracekit.classifier.engine import rule_matches
 from tracekit.classifier.loader import builtin_dir
+from tracekit.classifier.names import prepare
 from tracekit.classifier.testing import check_example, iter_examples
 from tracekit.errors import RuleFileError
 
@@ -199,3 +202,55 @@ def test_decode_names_a_missing_table(tmp_path):
     )
     with pytest.raises(RuleFileError, match="no file _no_such_table.toml"):
         load_ruleset([tmp_path], use_env=False)
+
+
+# --- must-not examples from the neighbours: another library's names with the same prefix ------
+
+_PREFIX_WORD = re.compile(r"[A-Za-z]+")
+
+
+def name_prefix(name: str) -> str:
+    """The first word of a name as rules see it (demangled, without ``void``): the part two
+    libraries' names can share (``ampere`` of cuBLAS's ampere_h16816gemm and AllSpark's
+    ampere_hgemm_W8A16, ``cutlass``, ``aiter``, ``Cijk``)."""
+    text = prepare(name).text
+    for word in ("__global__ ", "static ", "void "):
+        text = text.removeprefix(word)
+    found = _PREFIX_WORD.match(text)
+    return found.group(0).lower() if found else ""
+
+
+def _known_names() -> dict[str, str | None]:
+    """Every corpus name and rule example, with the library the whole rule set gives it."""
+    from tests.support import paths
+    from tracekit.classifier.corpus import load_corpus
+
+    names = [entry.name for entry in load_corpus([paths.CORPUS], RULESET.operand_types)]
+    names += [example.name for _, _, example in EXAMPLES]
+    names = list(dict.fromkeys(names))
+    return {n: a.library for n, a in zip(names, classify_names(names, RULESET), strict=True)}
+
+
+KNOWN = _known_names()
+
+
+@pytest.mark.parametrize("rule", RULESET.rules, ids=lambda r: r.id)
+def test_must_not_examples_include_another_library_with_the_same_prefix(rule):
+    """Where a known name (corpus or rule example) starts like this rule's names, comes from
+    another library and does not match the rule, the rule's must-not examples hold at least
+    one such name: the prefix collisions that turn into confident wrong answers (AllSpark's
+    ampere_hgemm_W8A16 read as cuBLAS FP16, llama.cpp's dequantize_mul_mat read as MMQ int8)
+    are then tested for every rule."""
+    prefixes = {name_prefix(e.name) for e in rule.examples if e.matches} - {""}
+    library = rule.labels.get("library")
+
+    def neighbour(name: str) -> bool:
+        return (name_prefix(name) in prefixes and KNOWN.get(name) not in (None, library)
+                and rule_matches(rule, prepare(name).text) is None)
+
+    if not any(neighbour(name) for name in KNOWN):
+        return
+    must_not = [e.name for e in rule.examples if not e.matches]
+    assert any(name_prefix(n) in prefixes and KNOWN.get(n) != library for n in must_not), (
+        f"{rule.id}: add a must-not example from another library starting like "
+        f"{sorted(prefixes)}, e.g. {min((n for n in KNOWN if neighbour(n)), key=len)!r}")

@@ -224,3 +224,33 @@ def test_aiter_fp8_or_int8_quantizers_get_no_fp8_answer_from_any_rule(name):
     matches = all_matches(name, RULESET)
     assert [m.rule.id for m in matches] == ["triton-quantize-untyped"]
     assert classify_name(name, RULESET).path == "unknown"
+
+
+def test_every_gemm_of_the_real_mi350x_trace_is_bf16_and_its_helpers_are_not_matrix_math(
+        shared_trace):
+    """The rocprofv3 trace of a training run on an MI350X (gfx950, TraceLens's fork): its
+    kernel symbols hold hipBLASLt's whole gfx950 library. Every Cijk_A…_B… contraction in it is
+    BBS (BF16 in, BF16 out, FP32 compute) and classified bf16 on gfx950; every Cijk_<type>_…
+    PostGSU / GA and Dijk_…_Reduction helper is op other, no path."""
+    import gzip
+    import json
+    import re
+
+    from tracekit.classifier import classify_names
+
+    path = shared_trace("tracelens-rocprof/908_results.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as stream:
+        record = json.load(stream)["rocprofiler-sdk-tool"][0]
+    names = sorted({s["kernel_name"] for s in record["kernel_symbols"]
+                    if s["kernel_name"].startswith(("Cijk_", "Dijk_"))})
+    gemms = [n for n in names if re.match(r"Cijk_A[a-z]+_B[a-z]+_", n)]
+    helpers = [n for n in names if n not in gemms]
+    assert len(gemms) > 4000 and len(helpers) > 1000
+    for name, answer in zip(gemms, classify_names(gemms, RULESET, arch="gfx950"), strict=True):
+        assert (answer.path, answer.op, answer.rule) == ("bf16", "gemm", "hipblaslt-tensile"), name
+    for name, answer in zip(helpers, classify_names(helpers, RULESET, arch="gfx950"),
+                            strict=True):
+        assert (answer.path, answer.op, answer.rule) == ("unknown", "other", "hipblaslt-aux"), name
+    dispatched = {s["kernel_id"] for s in record["kernel_symbols"]} & {
+        d["dispatch_info"]["kernel_id"] for d in record["buffer_records"]["kernel_dispatch"]}
+    assert dispatched

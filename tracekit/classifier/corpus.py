@@ -178,6 +178,8 @@ class Score:
 
     total: Tally = field(default_factory=Tally)
     families: dict[str, Tally] = field(default_factory=dict)
+    #: per GPU architecture the names were recorded on or built for (``any`` when not said)
+    archs: dict[str, Tally] = field(default_factory=dict)
     #: (truth path, answered path) -> names
     confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
     misses: list[tuple[Entry, Classification]] = field(default_factory=list)
@@ -191,26 +193,55 @@ def score(entries: Sequence[Entry], answers: Sequence[Classification]) -> Score:
     """Compare each answer's path with its entry's truth."""
     result = Score()
     families: dict[str, Tally] = defaultdict(Tally)
+    archs: dict[str, Tally] = defaultdict(Tally)
     for entry, answer in zip(entries, answers, strict=True):
         result.total.add(entry.path, answer.path)
         families[entry.family].add(entry.path, answer.path)
+        archs[entry.arch or NO_ARCH].add(entry.path, answer.path)
         result.confusion[(entry.path, answer.path)] += 1
         if answer.path != entry.path:
             result.misses.append((entry, answer))
     result.families = dict(sorted(families.items()))
+    result.archs = dict(sorted(archs.items(), key=lambda item: _arch_order(item[0])))
     return result
 
 
-def render_score(result: Score) -> str:
-    """The accuracy report as text: per-family table, totals, confusion matrix, the misses."""
-    lines = [f"{'family':24} {'names':>6} {'right':>7} {'abstain':>8} {'conf-wrong':>10}"]
+#: the arch group of names whose entry does not say where they ran
+NO_ARCH = "any"
+
+
+def _arch_order(arch: str) -> tuple[int, int, str]:
+    """NVIDIA before AMD, by generation (sm70 < sm90 < sm100; gfx90a < gfx942 < gfx1200), then
+    names without an arch (``any``)."""
+    if arch == NO_ARCH:
+        return (2, 0, arch)
+    if arch.startswith("gfx") and len(arch) > 5:
+        major = arch[3:-2]
+        return (1, int(major) if major.isdigit() else 0, arch)
+    digits = "".join(c for c in arch if c.isdigit())
+    return (0, int(digits or 0), arch)
+
+
+#: how ``render_score`` groups the table: per family, per architecture, or both
+GROUPINGS = ("family", "arch", "both")
+
+
+def render_score(result: Score, by: str = "family") -> str:
+    """The accuracy report as text: per-family and/or per-arch table, totals, confusion, misses."""
+    lines: list[str] = []
 
     def row(label: str, tally: Tally) -> str:
         return (f"{label:24} {tally.names:6d} {tally.right_rate:7.1%} "
                 f"{tally.abstention_rate:8.1%} {tally.confident_wrong:10d}")
 
-    lines.extend(row(family, tally) for family, tally in result.families.items())
-    lines.append(row("all", result.total))
+    for grouping, groups in (("family", result.families), ("arch", result.archs)):
+        if by not in (grouping, "both"):
+            continue
+        if lines:
+            lines.append("")
+        lines.append(f"{grouping:24} {'names':>6} {'right':>7} {'abstain':>8} {'conf-wrong':>10}")
+        lines.extend(row(label, tally) for label, tally in groups.items())
+        lines.append(row("all", result.total))
     lines.append("")
     lines.extend(render_confusion(result.confusion))
     if result.misses:
@@ -221,6 +252,23 @@ def render_score(result: Score) -> str:
             lines.append(f"  {entry.path} -> {answer.path} [{answer.rule or '-'}] {short}"
                          f"  ({entry.where})")
     return "\n".join(lines)
+
+
+def render_markdown(result: Score) -> str:
+    """README.md's accuracy tables: the total, then per family and per architecture."""
+
+    def cells(tally: Tally) -> str:
+        return (f"{tally.names} | {tally.right_rate:.1%} | {tally.abstention_rate:.1%} | "
+                f"{tally.confident_wrong} |").replace("%", " %")
+
+    head = "names | right path | answered unknown | confident wrong |"
+    rule = "---:|---:|---:|---:|"
+    lines = [f"| {head}", f"|{rule}", f"| {cells(result.total)}", ""]
+    for grouping, groups in (("family", result.families), ("arch", result.archs)):
+        lines.extend([f"| {grouping} | {head}", f"|---|{rule}"])
+        lines.extend(f"| {label} | {cells(tally)}" for label, tally in groups.items())
+        lines.append("")
+    return "\n".join(lines[:-1])
 
 
 def render_confusion(confusion: Mapping[tuple[str, str], int]) -> list[str]:
@@ -251,6 +299,7 @@ def score_as_dict(result: Score) -> dict[str, Any]:
     return {
         "total": tally(result.total),
         "families": {name: tally(t) for name, t in result.families.items()},
+        "archs": {name: tally(t) for name, t in result.archs.items()},
         "confusion": [{"truth": t, "answer": a, "names": n}
                       for (t, a), n in sorted(result.confusion.items())],
         "misses": [{"name": e.name, "truth": e.path, "answer": r.path, "rule": r.rule,

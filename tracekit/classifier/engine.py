@@ -32,6 +32,10 @@ class Match:
     path: str
     reason: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: where the pattern's match ends in the name (a cut name: did it reach the cut?)
+    end: int = 0
+    #: named groups of the matching pattern that took no part in the match
+    absent: tuple[str, ...] = ()
 
 
 def rule_matches(rule: Rule, text: str, lower: str | None = None) -> re.Match[str] | None:
@@ -170,6 +174,8 @@ def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
         path=path,
         reason=reason,
         notes=tuple(notes),
+        end=found.end(),
+        absent=tuple(g for g in found.re.groupindex if g not in groups),
     )
 
 
@@ -186,17 +192,34 @@ def best_match(text: str, ruleset: RuleSet) -> Match | None:
 
 
 def guard_truncation(match: Match, kname: KernelName) -> Match:
-    """A rule that decides from what a name does *not* contain cannot decide a truncated name."""
-    if kname.truncated and match.path in match.rule.needs_full_name:
-        return replace(
-            match,
-            path="unknown",
-            reason=(
-                f"{TRUNCATED}: {kname.cut_note()}; {match.rule.id} would say {match.path}, "
-                "but only if no other operand type follows in the part that is gone"
-            ),
-        )
-    return match
+    """On a cut name, a rule keeps its answer only if nothing beyond the cut could change it.
+
+    Three ways the part that is gone could decide (each answers ``unknown``, ``truncated:``):
+
+    - the pattern's match runs up to the cut: its last token may go on (``…_s8`` of ``_s8_bf16``,
+      ``(ggml_type)1`` of ``(ggml_type)10``);
+    - a group the rule lists as ``decisive`` did not take part: the token it would have read
+      may lie beyond the cut (a cuBLAS GEMV's tensor type after its compute type);
+    - the path is one the rule concludes from what the name does *not* contain
+      (``needs_full_name``: a 16-bit operand and no narrower one).
+    """
+    if not kname.truncated or match.path == "unknown":
+        return match
+    rule = match.rule
+    why = None
+    if match.end >= len(kname.text):
+        why = "its pattern reaches the cut, so its last token may go on in the part that is gone"
+    elif missing := [group for group in rule.decisive if group in match.absent]:
+        why = f"the deciding token ({', '.join(missing)}) is not in the visible part"
+    elif match.path in rule.needs_full_name:
+        why = "but only if no other operand type follows in the part that is gone"
+    if why is None:
+        return match
+    return replace(
+        match,
+        path="unknown",
+        reason=f"{TRUNCATED}: {kname.cut_note()}; {rule.id} would say {match.path}, {why}",
+    )
 
 
 def name_classification(name: str, match: Match, *, confidence: str,

@@ -53,6 +53,7 @@ _RULE_KEYS = (
     "decode",
     "requires_arch",
     "needs_full_name",
+    "decisive",
     "reason",
     "example",
     *LABEL_KEYS,
@@ -345,6 +346,7 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         keywords=keywords,
         ignore_case=ignore_case,
         needs_full_name=_full_name_paths(file, data.get("needs_full_name", False)),
+        decisive=_decisive_groups(file, data, patterns),
         labels=labels,
         decode=tuple(decode),
         requires_arch=_architectures(file, data),
@@ -361,6 +363,19 @@ def _architectures(file: DataFile, data: Mapping[str, Any]) -> tuple[str, ...]:
             raise RuleFileError(f"{file.where('requires_arch')}: requires_arch '{arch}' is not "
                                 "an architecture (sm100, sm_90a, gfx942)")
     return archs
+
+
+def _decisive_groups(file: DataFile, data: Mapping[str, Any],
+                     patterns: Sequence[re.Pattern[str]]) -> tuple[str, ...]:
+    """``decisive``: named groups of the rule's patterns whose token decides the answer."""
+    groups = _strings(file, data, "decisive")
+    named = {g for p in patterns for g in p.groupindex}
+    for group in groups:
+        if group not in named:
+            raise RuleFileError(
+                f"{file.where('decisive')}: decisive group '{group}' is not a named group "
+                "of any pattern", hint=_suggest(group, named))
+    return groups
 
 
 #: what ``needs_full_name = true`` stands for: the paths a rule can only conclude from the

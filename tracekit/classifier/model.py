@@ -131,6 +131,9 @@ class Rule:
     #: paths this rule concludes from what the name does *not* contain (a 16-bit operand and no
     #: 8/4-bit one, an FP4 operand and no FP8 one): a truncated name cannot be decided with them
     needs_full_name: tuple[str, ...] = ()
+    #: named groups whose token decides the answer: on a cut name where the matching pattern
+    #: has such a group that took no part, the token may lie beyond the cut (answer unknown)
+    decisive: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Rules match demangled text, so Itanium ``_Z…`` names are demangled first (``de
 runtime's demangler, then binutils' ``c++filt`` for the names it fails on; if both fail the raw
 name is kept). Profilers cut long names and
 mark the cut (``nsys stats`` keeps 99 characters + ``…``, torch's table 52 + ``...``; the limits
-and their sources are in ``rules/_truncation.toml``): the mark is removed and the name flagged,
+and their sources are in ``rules/_truncation.toml``); any ellipsis ending a name counts, at any
+length (``tracekit.classifier.truncation.cut_mark``): the mark is removed and the name flagged,
 so a rule can still decide from what is left while a rule whose answer could change beyond the
 cut answers ``unknown`` with a ``truncated:`` reason.
 
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tracekit.classifier.demangle import demangle, demangle_all
-from tracekit.classifier.truncation import marks, printer_of
+from tracekit.classifier.truncation import cut_mark, printer_of
 
 __all__ = ["KernelName", "demangle", "prepare", "prepare_all"]
 
@@ -65,11 +66,11 @@ def _visible(name: str) -> tuple[str, bool, str | None]:
     text = name.strip()
     if text.endswith(KERNEL_DESCRIPTOR_SUFFIX):
         text = text[: -len(KERNEL_DESCRIPTOR_SUFFIX)].rstrip()
-    for mark in marks():
-        if text.endswith(mark):
-            visible = text[: -len(mark)]
-            printer = printer_of(visible, mark)
-            return visible.rstrip(), True, printer.id if printer else None
+    mark = cut_mark(text)
+    if mark:
+        visible = text[: -len(mark)]
+        printer = printer_of(visible, mark.strip())
+        return visible.rstrip(), True, printer.id if printer else None
     return text, False, None
 
 

@@ -2,13 +2,17 @@
 
 ``nsys stats`` keeps 99 characters and adds ``…``; torch's profiler table keeps 52 and adds
 ``...``; base-name printers (``nsys stats …:base``, ``ncu --print-kernel-base function``) drop the
-template arguments without a mark. The marks are what :func:`tracekit.classifier.names.prepare`
-strips; the printer that matches a cut name's length is named in ``truncated:`` reasons, so a
-user sees which tool hid the deciding part and which export keeps it.
+template arguments without a mark. Other tools cut at other lengths (a report table at 40 or 64
+characters, a notebook, a log line), so any ellipsis that ends a name — ``…``, two or more dots,
+or a run of them, at whatever length — marks a cut (:func:`cut_mark`); the known printers only
+name who cut. :func:`tracekit.classifier.names.prepare` strips the mark; the printer that
+matches a cut name's length is named in ``truncated:`` reasons, so a user sees which tool hid
+the deciding part and which export keeps it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -84,6 +88,17 @@ def printers() -> tuple[Printer, ...]:
 def marks() -> tuple[str, ...]:
     """The distinct cut marks, longest first (``...`` before ``…``)."""
     return tuple(sorted({p.mark for p in printers() if p.mark}, key=len, reverse=True))
+
+
+#: an ellipsis at the end of a name, of any length: ``…``, ``..`` or more dots, or runs of them
+#: (``….``, ``... …``); a blank before the first belongs to the kept text (printers keep it)
+_TRAILING_ELLIPSIS = re.compile(r"(?:…|\.{2,})(?:\s*(?:…|\.{2,}))*\s*$")
+
+
+def cut_mark(text: str) -> str:
+    """The ellipsis that ends ``text`` (the cut mark), or ``""`` if none."""
+    found = _TRAILING_ELLIPSIS.search(text)
+    return found.group(0) if found else ""
 
 
 def printer_of(visible: str, mark: str) -> Printer | None:

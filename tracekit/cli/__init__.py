@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "tracekit.cli.analyze:analyze",
     "audit": "tracekit.cli.audit:audit",
     "classify": "tracekit.cli.classify:classify",
+    "expect": "tracekit.cli.expect:expect",
     "rules": "tracekit.cli.rules:rules",
     "report": "tracekit.cli.report:report",
     "diff": "tracekit.cli.diff:diff",

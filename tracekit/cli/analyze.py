@@ -66,7 +66,11 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
     if fail_on:
         # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
         # expectation that cannot be read is bad usage (without it, a warning).
-        problems = load_expectations(options).warnings
+        expectations = load_expectations(options)
+        if expectations.model_error is not None:
+            fail(f"--model: {expectations.model_error} (--fail-on judges the trace against "
+                 "the checkpoint's declaration: fix the config or drop --model)")
+        problems = [w for w in expectations.warnings if "not understood" not in w]
         if problems:
             fail(f"{problems[0]} (--fail-on needs every --model/--expect/--gpu/--log to be "
                  "readable)")

@@ -6,7 +6,8 @@ ruleset, exiting 1 when one fails.
 
 ``rules accuracy CORPUS…`` scores the rules against labelled names (JSON lines, the format of
 tracekit's own ``tests/corpus``): right-path rate, abstention rate and confident-wrong count per
-family, and the path x path confusion matrix. It is a subcommand rather than a test script so
+family and/or per GPU architecture (``--by``), and the path x path confusion matrix;
+``--markdown`` prints the tables README.md shows. It is a subcommand rather than a test script so
 that a rule-pack author can score their pack (``--rules``) against names of their own.
 """
 
@@ -18,7 +19,14 @@ from pathlib import Path
 import click
 
 from tracekit.classifier import classify_name, classify_names, load_ruleset
-from tracekit.classifier.corpus import load_corpus, render_score, score, score_as_dict
+from tracekit.classifier.corpus import (
+    GROUPINGS,
+    load_corpus,
+    render_markdown,
+    render_score,
+    score,
+    score_as_dict,
+)
 from tracekit.classifier.engine import all_matches
 from tracekit.classifier.names import prepare
 from tracekit.table_examples import builtin_files, check_files
@@ -116,9 +124,14 @@ def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
 @click.argument(
     "corpus", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
 )
+@click.option("--by", "by", type=click.Choice(GROUPINGS), default="family", show_default=True,
+              help="Group the table per family, per GPU architecture (the entries' arch), or both.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")
+@click.option("--markdown", "as_markdown", is_flag=True,
+              help="Print the Markdown tables of README.md (total, per family, per arch).")
 @_RULES_OPTION
-def accuracy(corpus: tuple[Path, ...], as_json: bool, rule_dirs: tuple[Path, ...]) -> None:
+def accuracy(corpus: tuple[Path, ...], by: str, as_json: bool, as_markdown: bool,
+             rule_dirs: tuple[Path, ...]) -> None:
     """Score the rules on labelled names: CORPUS is JSON-lines files or folders of them."""
     ruleset = load_ruleset(rule_dirs)
     entries = load_corpus(corpus, ruleset.operand_types)
@@ -126,5 +139,7 @@ def accuracy(corpus: tuple[Path, ...], as_json: bool, rule_dirs: tuple[Path, ...
     result = score(entries, answers)
     if as_json:
         click.echo(json.dumps(score_as_dict(result), indent=1))
+    elif as_markdown:
+        click.echo(render_markdown(result))
     else:
-        click.echo(render_score(result))
+        click.echo(render_score(result, by))

@@ -41,6 +41,9 @@ class Expectations:
     #: the model's dimensions from --model's config.json (the layer attribution's shapes)
     shape: ModelShape | None = None
     warnings: tuple[str, ...] = field(default=())
+    #: ``--model`` given but unreadable: one line naming the file (and the line of a JSON
+    #: error); the findings turn it into an error-severity finding, ``--fail-on`` into exit 2
+    model_error: str | None = None
 
 
 def load_expectations(options: ExpectationOptions) -> Expectations:
@@ -49,15 +52,21 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
     declaration = None
     model_label = None
     shape = None
+    model_error = None
     if options.model is not None:
-        shape = read_model_shape(Path(options.model))
         try:
             declaration = read_declaration(Path(options.model))
             model_label = _model_label(Path(options.model))
         except TracekitError as exc:
+            model_error = exc.one_line()
             warnings.append(
-                f"--model: {exc.one_line()}; analyzing without the checkpoint's declaration"
+                f"--model: {model_error}; analyzing without the checkpoint's declaration"
             )
+        shape = declaration.shape if declaration is not None and declaration.shape \
+            else read_model_shape(Path(options.model))
+        if declaration is not None and declaration.not_understood is not None:
+            warnings.append(f"--model: declaration not understood ({declaration.method}): "
+                            f"{declaration.not_understood}")
     if options.expect:
         try:
             stated = declaration_from_word(options.expect)
@@ -91,6 +100,7 @@ def load_expectations(options: ExpectationOptions) -> Expectations:
         model_label=model_label,
         shape=shape,
         warnings=tuple(warnings),
+        model_error=model_error,
     )
 
 

@@ -1,6 +1,7 @@
 """Findings: expected (checkpoint x GPU) vs observed (classified kernels), per phase, and a verdict.
 
-``model.py`` holds the aggregated values; ``judgement.py`` judges each phase once;
+``model.py`` holds the aggregated values; ``judgement.py`` judges each (phase, layer group,
+path) once — ``outcomes.py`` decides one cell, ``wording.py`` writes its words;
 ``checks.py`` (:func:`evaluate`) turns the judgement and the other aggregates into findings and
 ``verdict.py`` (:func:`verdict_sentences`) into one sentence per phase — all pure functions.
 ``stage.py`` (:func:`evaluate_run`) reads the store, writes the ``findings`` table and

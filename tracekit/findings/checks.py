@@ -13,17 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tracekit.findings.judgement import (
-    SIXTEEN_BIT_PATHS,
-    Judgement,
-    LayerVerdict,
-    PhaseTime,
-    RunJudgement,
-    judge_run,
-    verdict_fields,
-)
-from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime
+from tracekit.findings.judgement import Judgement, PhaseTime, RunJudgement, judge_run
+from tracekit.findings.model import AttentionTime, Finding, FindingContext, KernelTime, LayerVerdict
+from tracekit.findings.outcomes import SIXTEEN_BIT_PATHS
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
+from tracekit.findings.wording import verdict_fields
 from tracekit.formatting import counted
 from tracekit.gpus import kernel_archs, native_paths, runs_on
 from tracekit.vocabulary import QUANTIZED_PATHS

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracekit.expect.checkpoint import Declaration
+from tracekit.expect.checkpoint.layers import LayerDeclaration
+from tracekit.expect.kernel_paths import ExpectedPath
 from tracekit.expect.logs import LogEvidence
 
 
@@ -47,6 +49,70 @@ class GraphGap:
 
     graph_launches: int
     steps_without_kernels: int = 0
+
+
+@dataclass(frozen=True)
+class LayerVerdict:
+    """One (phase, layer group, path that ran) judged: a row of the layer table."""
+
+    phase: str
+    layer: str
+    ran: str
+    ns: int
+    share: float  # of the phase's GEMM time
+    outcome: str  # a word of tracekit.vocabulary.OUTCOMES
+    severity: str | None
+    declared: LayerDeclaration | None  # None: no declaration, or an uncertain layer
+    expected: ExpectedPath | None
+    reason: str
+    #: the declared groups an uncertain layer was judged against, with their outcomes
+    readings: tuple[tuple[str, str], ...] = ()
+    sources: tuple[str, ...] = ()  # what told the layer (LAYER_SOURCES)
+    libraries: tuple[str, ...] = ()  # by GPU time
+    math: str | None = None  # the 16-bit type of weight-only kernels' math
+    names: tuple[str, ...] = ()  # the largest kernels, by GPU time
+    log: LogEvidence | None = None  # the line that announced the fallback
+    weights: str | None = None  # the weight family the kernels state (weight_family)
+
+    @property
+    def declared_label(self) -> str | None:
+        """"W4A4 NVFP4", "16-bit (excluded: lm_head)", or None."""
+        if self.declared is None:
+            return None
+        scheme = self.declared.scheme
+        if scheme is not None:
+            return scheme.quant if scheme.scheme == scheme.quant else \
+                f"{scheme.scheme} {scheme.quant}"
+        if self.declared.status == "mixed":
+            return " / ".join(dict.fromkeys(f"{s.scheme} {s.quant}"
+                                            for s in self.declared.schemes))
+        return "16-bit"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON-ready row (``--json`` ``layers``, ``layer_verdicts.evidence_json``)."""
+        return {
+            "phase": self.phase,
+            "layer": self.layer,
+            "declared": self.declared_label,
+            "declared_status": self.declared.status if self.declared else None,
+            "declared_reason": self.declared.reason if self.declared else None,
+            "expected": self.expected.path if self.expected else None,
+            "expected_kind": self.expected.kind if self.expected else None,
+            "expected_kernels": self.expected.kernels if self.expected else None,
+            "ran": self.ran,
+            "weights": self.weights,
+            "ns": self.ns,
+            "share": self.share,
+            "outcome": self.outcome,
+            "severity": self.severity,
+            "reason": self.reason,
+            "readings": [{"layer": layer, "outcome": outcome}
+                         for layer, outcome in self.readings],
+            "sources": list(self.sources),
+            "libraries": list(self.libraries),
+            "kernels": list(self.names),
+            "log": self.log.as_dict() if self.log else None,
+        }
 
 
 @dataclass(frozen=True)

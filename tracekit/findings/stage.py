@@ -20,7 +20,7 @@ from tracekit.expect.checkpoint import Declaration
 from tracekit.expect.kernel_paths import ENGINES
 from tracekit.expect.logs import LogEvidence
 from tracekit.findings.checks import evaluate
-from tracekit.findings.judgement import LayerVerdict, judge_run
+from tracekit.findings.judgement import judge_run
 from tracekit.findings.model import (
     AttentionTime,
     Finding,
@@ -28,6 +28,7 @@ from tracekit.findings.model import (
     GraphGap,
     KernelTime,
     LayerTime,
+    LayerVerdict,
     PathTime,
 )
 from tracekit.findings.rules import load_rules

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import ConfigError
+from tracekit.expect.checkpoint.shape import ModelShape
 from tracekit.vocabulary import PATHS, QUANTIZED_PATHS  # noqa: F401 - re-exported
 
 #: the data file of checkpoint tables (ModelOpt/TRT-LLM algorithms, GGUF file types)
@@ -47,6 +48,27 @@ class LayerScheme:
 
 
 @dataclass(frozen=True)
+class ModuleRule:
+    """One entry of a checkpoint's config that decides the scheme of the modules it names.
+
+    ``pattern`` as written, matched the way its format means it (``match``, a
+    :data:`tracekit.expect.checkpoint.matching.MATCH_KINDS` word); ``scheme`` None means the
+    modules stay 16-bit (an exclusion: ``status`` ``excluded``, or ``not_targeted`` where the
+    entry only records a 16-bit module, as a GGUF F32 tensor). ``entry`` names the config entry
+    (``ignore``, ``config_groups.group_0.targets``, ``dynamic``) for the layer table's reason.
+    A declaration's rules are tried in order; the first that names a module decides.
+    """
+
+    pattern: str
+    match: str
+    scheme: LayerScheme | None
+    entry: str
+    status: str = "excluded"
+    #: the layer groups a class rule (``match`` "class") reaches; name rules reach any group
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Declaration:
     """What a checkpoint (or ``--expect``) says the GEMMs should compute.
 
@@ -74,9 +96,16 @@ class Declaration:
     layers: tuple[LayerScheme, ...] = ()
     alternatives: frozenset[str] = frozenset()
     notes: tuple[str, ...] = field(default=())
-    #: why the declaration could not be read into layer schemes (a quant_method an engine
-    #: accepts that tracekit does not read); then ``path`` is "unknown" and ``layers`` empty
+    #: how the config assigns schemes to modules, in the order an engine resolves them
+    #: (tracekit.expect.checkpoint.layers turns them into the declaration per layer group)
+    rules: tuple[ModuleRule, ...] = ()
+    #: every module of the checkpoint, where the file lists them all (GGUF tensor infos)
+    module_names: tuple[str, ...] = ()
+    #: why tracekit cannot say what this checkpoint's GEMMs compute (a quant_method an engine
+    #: accepts but tracekit does not read, or one nobody knows); then ``path`` is "unknown"
     not_understood: str | None = None
+    #: the model's dimensions, read from the same folder's config.json where there is one
+    shape: ModelShape | None = None
 
     @property
     def paths(self) -> frozenset[str]:
@@ -91,6 +120,8 @@ class Declaration:
     @property
     def label(self) -> str:
         """Short human label for verdicts: "W4A4 NVFP4", or "mixed W4A16 NVFP4 + W8A8 FP8"."""
+        if self.not_understood is not None:
+            return f"{self.method} (not understood)"
         if self.mixed and self.layers:
             parts = dict.fromkeys(f"{layer.scheme} {layer.quant}" for layer in self.layers)
             return "mixed " + " + ".join(parts)
@@ -131,6 +162,8 @@ def declaration_from_word(word: str) -> Declaration:
         activations=activations,
         source="--expect",
         layers=(layer,),
+        rules=(ModuleRule("*", "class", layer, "--expect",
+                          groups=("attention", "mlp", "moe_experts")),),
     )
 
 
@@ -153,6 +186,7 @@ def combine(
     source: Path,
     excluded: tuple[str, ...],
     kv_cache: str | None,
+    rules: tuple[ModuleRule, ...] = (),
 ) -> Declaration:
     main = main_layer(layers)
     return Declaration(
@@ -167,4 +201,26 @@ def combine(
         excluded=excluded,
         source=str(source),
         layers=layers,
+        rules=rules,
     )
+
+
+def not_understood(method: str, reason: str, source: Path, *,
+                   compute_dtype: str | None = None) -> Declaration:
+    """A declaration tracekit cannot read: path "unknown", no layer schemes, and why."""
+    return Declaration(
+        path="unknown",
+        scheme="unknown",
+        quant=method,
+        format=f"{method} (not understood)",
+        method=method,
+        compute_dtype=compute_dtype,
+        source=str(source),
+        not_understood=reason,
+    )
+
+
+def sixteen_bit_scheme(dtype: str | None) -> LayerScheme:
+    """The scheme of modules a checkpoint keeps in 16-bit math (a mixed group's 16-bit part)."""
+    path = dtype if dtype in PATHS else "bf16"
+    return LayerScheme((), None, None, "W16A16", path, path.upper())
