@@ -47,6 +47,7 @@ ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llama.cpp")
 
 #: what the judgement of one layer group in one phase found (docs/vocabulary.md#outcomes)
 OUTCOMES: tuple[str, ...] = ("as_declared", "excluded", "better", "hardware_limited",
+                             "engine_limited",
                              "logged_fallback", "silent_fallback", "degraded", "mismatch",
                              "undetermined", "unknown", "no_declaration")
 

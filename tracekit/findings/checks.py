@@ -81,6 +81,7 @@ _OUTCOME_RULES = {
     "degraded": "degraded-path",
     "mismatch": "path-mismatch",
     "hardware_limited": "hardware-limited",
+    "engine_limited": "engine-limited",
     "better": "better-path",
     "undetermined": "layers-undetermined",
 }

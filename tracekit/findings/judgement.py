@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracekit.expect.checkpoint import Declaration
 from tracekit.expect.checkpoint.layers import DECLARED_LAYERS, LayerDeclaration, declare_layers
 from tracekit.expect.kernel_paths import ExpectedPath, expected_path, rank
 from tracekit.expect.logs import LogEvidence
@@ -50,6 +49,7 @@ _STATES = {
     "degraded": "degraded",
     "mismatch": "mismatch",
     "hardware_limited": "hardware_limited",
+    "engine_limited": "engine_limited",
     "undetermined": "undetermined",
     "better": "opted_in",
     "unknown": "unknown",
@@ -170,28 +170,35 @@ def _weights_fit(cell: _Cell, layer: LayerDeclaration) -> bool:
 
 
 def _layer_candidates(layer: str, declared: dict[str, LayerDeclaration],
-                      decl: Declaration, has_experts: bool) -> list[str]:
-    """The declared groups an uncertain layer word could be."""
+                      has_experts: bool) -> list[str]:
+    """The declared groups an uncertain layer word could be: for ``decoder_layers`` the
+    linears of the transformer blocks, for ``unknown`` any GEMM-running group — less the
+    groups the model does not have (``LayerDeclaration.present``)."""
     if layer == "decoder_layers":
         wanted = ["attention", "mlp"] + (["moe_experts"] if has_experts else [])
     else:
         wanted = [w for w in DECLARED_LAYERS if w not in {"vision", "embedding"}]
         if not has_experts:
             wanted = [w for w in wanted if w not in {"moe_experts", "moe_router"}]
-        if declared.get("vision") and declared["vision"].status in {"quantized", "excluded"}:
+        vision = declared.get("vision")
+        if vision is not None and (vision.present or vision.status in {"quantized", "mixed"}):
             wanted.append("vision")
-    return [w for w in wanted if w in declared]
+    return [w for w in wanted if w in declared and declared[w].present is not False]
 
 
 def _has_experts(ctx: FindingContext, declared: dict[str, LayerDeclaration]) -> bool:
+    """Whether the model has MoE experts: the attribution found some, or the declaration's
+    model has them (its config's architecture or dimensions say; without a config, when the
+    declaration names the experts)."""
     if any(row.layer in {"moe_experts", "moe_router"} for row in ctx.layer_times()):
         return True
-    return declared.get("moe_experts") is not None and declared["moe_experts"].status in {
-        "quantized", "mixed", "excluded"} and _names_experts(declared["moe_experts"])
-
-
-def _names_experts(layer: LayerDeclaration) -> bool:
-    return "expert" in layer.reason.lower()
+    experts = declared.get("moe_experts")
+    if experts is None or experts.present is False:
+        return False
+    if experts.present:
+        return True
+    return experts.status in {"quantized", "mixed", "excluded"} and (
+        "expert" in experts.reason.lower())
 
 
 def _mixed_readings(layer: LayerDeclaration) -> list[LayerDeclaration]:
@@ -254,7 +261,7 @@ def judge(phase: PhaseTime, ctx: FindingContext, rules: FindingRules) -> Judgeme
                                          declared=None, expected=None, reason=reason))
             continue
         if cell.layer in UNCERTAIN_LAYERS:
-            candidates = _layer_candidates(cell.layer, declared, decl, has_experts)
+            candidates = _layer_candidates(cell.layer, declared, has_experts)
         else:
             candidates = [cell.layer] if cell.layer in declared else []
         options = [(candidate, reading) for candidate in candidates
@@ -323,7 +330,8 @@ def _somewhere(verdicts: list[LayerVerdict], phase: PhaseTime, rules: FindingRul
             if reading.scheme is None or rank(reading.scheme.path) < 1:
                 continue
             expected = expected_path(reading, ctx.gpu_arch, ctx.engine)
-            if expected.kind not in {"native", "hardware_fallback", "by_design"}:
+            if expected.kind not in {"native", "hardware_fallback", "engine_fallback",
+                                     "by_design"}:
                 continue
             # GEMMs of unknown path may be this group's (an untyped MoE kernel), and GEMMs
             # of another quantized format are these layers in another format (a mismatch)
@@ -364,7 +372,8 @@ def _somewhere(verdicts: list[LayerVerdict], phase: PhaseTime, rules: FindingRul
 
 #: headline order: the most severe problem first, then the plain readings
 _HEADLINE_ORDER = ("degraded", "silent_fallback", "logged_fallback", "mismatch",
-                   "undetermined", "hardware_limited", "better", "as_declared", "excluded",
+                   "undetermined", "hardware_limited", "engine_limited", "better",
+                   "as_declared", "excluded",
                    "unknown", "no_declaration")
 
 

@@ -1,8 +1,9 @@
 """The rules for one cell of the layer table: what a path that ran means for a layer group.
 
 ``outcome_of`` is the whole decision for one (layer declaration, expected path, path that ran):
-the expected path ran (``as_declared``, ``hardware_limited``), an excluded layer stayed
-16-bit (``excluded``), the engine chose better (``better``), a worse path ran
+the expected path ran (``as_declared``; ``hardware_limited`` where no native path exists,
+``engine_limited`` where the engine's documented choice here is a lower one), an excluded
+layer stayed 16-bit (``excluded``), the engine chose better (``better``), a worse path ran
 (``silent_fallback`` / ``logged_fallback`` where the expected path was native, ``degraded``
 where it was itself a fallback or weight-only by design), or a quantized path the layer does
 not declare (``mismatch``). Also the weight family a kernel's weight type belongs to, which
@@ -22,14 +23,19 @@ from tracekit.vocabulary import DEFAULT_16BIT_LAYERS, WIDE_PATHS
 
 SIXTEEN_BIT_PATHS = frozenset(WIDE_PATHS)
 #: outcomes that are not a problem
-FINE = frozenset({"as_declared", "excluded", "better", "hardware_limited", "no_declaration"})
+FINE = frozenset({"as_declared", "excluded", "better", "hardware_limited", "engine_limited",
+                  "no_declaration"})
 #: outcomes of a path worse than the layer's expected one
 FALLBACKS = frozenset({"silent_fallback", "logged_fallback", "degraded"})
 #: which reading of an uncertain cell is the more plausible: the fine ones, then a fallback,
 #: and a mismatch (the declaration is wrong) last
 PLAUSIBILITY = {word: i for i, word in enumerate((
-    "as_declared", "excluded", "better", "hardware_limited", "no_declaration", "unknown",
+    "as_declared", "excluded", "better", "hardware_limited", "engine_limited", "no_declaration",
+    "unknown",
     "undetermined", "logged_fallback", "silent_fallback", "degraded", "mismatch"))}
+#: expected-path kind → the outcome of running it, when it is a fallback the GPU or the
+#: engine imposes
+_LIMITED = {"hardware_fallback": "hardware_limited", "engine_fallback": "engine_limited"}
 _FALLBACK_LOG_KINDS = frozenset({"fallback-warning", "emulation"})
 _SELECTION_LOG_KINDS = frozenset({"kernel-selected", "moe-backend"})
 
@@ -55,34 +61,26 @@ def weight_family(word: str | None) -> str | None:
 
 
 def announcement(logs: Sequence[LogEvidence], layer: LayerDeclaration,
-                  expected: ExpectedPath) -> LogEvidence | None:
-    """The engine log line that announced this layer's fallback, if any: a fallback or
-    emulation warning, or a kernel choice whose path is worse than the expected one — about
-    this layer's format and scope when the line says (vLLM "Using MarlinNvFp4LinearKernel for
-    NVFP4 GEMM", "Your GPU does not have native support for FP4 computation")."""
-    scheme = layer.scheme
+                 expected: ExpectedPath) -> LogEvidence | None:
+    """The engine log line that announced this layer's fallback, if any: a line whose own
+    words say the engine runs less than declared (``announces_fallback``: the Marlin and
+    emulation warnings), or a kernel choice whose path is worse than the expected one (vLLM
+    "Using MarlinNvFp4LinearKernel for NVFP4 GEMM") — about this layer's format family and
+    scope (``LogEvidence.speaks_of``; a line that names neither speaks of any layer)."""
+    scope = "moe" if layer.layer == "moe_experts" else "linear"
+    family = expected.family
     for line in logs:
-        if line.kind in _SELECTION_LOG_KINDS:
+        if line.kind in _SELECTION_LOG_KINDS and not line.announces_fallback:
             if line.path is None or rank(line.path) >= rank(expected.path):
                 continue
-        elif line.kind not in _FALLBACK_LOG_KINDS:
+        elif not (line.announces_fallback or line.kind in _FALLBACK_LOG_KINDS):
             continue
-        fmt = getattr(line, "format", None)
-        if fmt and scheme is not None and not _same_format(fmt, scheme.weights, scheme.quant):
+        if family and not line.speaks_of(family, scope):
             continue
-        scope = getattr(line, "scope", None)
-        if scope == "moe" and layer.layer != "moe_experts":
-            continue
-        if scope == "linear" and layer.layer == "moe_experts":
+        if not family and line.scope is not None and line.scope != scope:
             continue
         return line
     return None
-
-
-def _same_format(line_format: str, weights: str | None, quant: str) -> bool:
-    words = {w.lower() for w in (weights, quant) if w}
-    fmt = line_format.lower()
-    return any(fmt in w or w in fmt for w in words)
 
 
 def outcome_of(ran: str, layer: LayerDeclaration, expected: ExpectedPath,
@@ -104,8 +102,7 @@ def outcome_of(ran: str, layer: LayerDeclaration, expected: ExpectedPath,
             return "as_declared", None
         return "undetermined", None
     if ran == expected.path:
-        return ("hardware_limited" if expected.kind == "hardware_fallback"
-                else "as_declared"), None
+        return _LIMITED.get(expected.kind, "as_declared"), None
     if ran in expected.better:
         return "better", None
     if ran == declared_path:

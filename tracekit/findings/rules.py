@@ -33,6 +33,7 @@ _VERDICT_KEYS = (
     "unverified",
     "confirmed",
     "hardware_limited",
+    "engine_limited",
     "weight_only_declared",
     "native_unused",
     "as_declared",

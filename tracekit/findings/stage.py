@@ -203,7 +203,10 @@ def _run_engine(connection: Connection, run_id: int,
         .group_by(StepRow.engine)).scalars().all()
     if len(engines) == 1:
         return _engine_word(str(engines[0]))
-    logged = {e.engine for e in log_evidence if e.engine and "|" not in e.engine}
+    # a device line ("ggml_cuda_init: found 1 CUDA devices") names the GPU, not the engine that
+    # served the checkpoint: only kernel and quantization lines say which engine ran it
+    logged = {e.engine for e in log_evidence
+              if e.engine and "|" not in e.engine and e.kind != "device"}
     if len(logged) == 1:
         return _engine_word(logged.pop())
     return None

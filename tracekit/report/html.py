@@ -125,6 +125,7 @@ OUTCOME_COLORS = {"silent_fallback": SEVERITY_COLORS["error"],
                   "mismatch": SEVERITY_COLORS["warning"],
                   "undetermined": SEVERITY_COLORS["info"],
                   "hardware_limited": SEVERITY_COLORS["info"],
+                  "engine_limited": SEVERITY_COLORS["info"],
                   "as_declared": "#2e7d32", "better": "#2e7d32", "excluded": "#777777"}
 
 

@@ -193,7 +193,8 @@ def _phases(console: Console, phases: dict[str, Any]) -> None:
 
 OUTCOME_STYLE = {"silent_fallback": "bold red", "degraded": "bold red",
                  "logged_fallback": "yellow", "mismatch": "yellow", "undetermined": "cyan",
-                 "hardware_limited": "cyan", "better": "green", "as_declared": "green",
+                 "hardware_limited": "cyan", "engine_limited": "cyan", "better": "green",
+                 "as_declared": "green",
                  "excluded": "dim", "unknown": "dim", "no_declaration": "dim"}
 LAYER_ROWS = 24
 
@@ -212,6 +213,8 @@ def _layers(console: Console, rows: list[dict[str, Any]]) -> None:
         expected = row.get("expected") or "–"
         if row.get("expected_kind") == "hardware_fallback":
             expected = f"{expected} (no native path)"
+        elif row.get("expected_kind") == "engine_fallback":
+            expected = f"{expected} (this engine's choice)"
         ran = row["ran"] + (f" ({row['weights']} weights)" if row.get("weights")
                             and row["weights"] != "16" else "")
         table.add_row(row["phase"] if row["phase"] != previous else "", row["layer"],
