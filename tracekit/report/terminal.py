@@ -6,8 +6,6 @@ Rendered with rich: colours on a TTY, plain text when piped (rich decides from t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any, TextIO
 
 from rich.cells import cell_len
@@ -343,39 +341,3 @@ def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
         console.print(Text.assemble(
             (f"  {finding['severity']:<8}", SEVERITY_STYLE.get(finding["severity"], "")),
             (f"{finding['rule']}: ", "dim"), (finding["message"], "")))
-
-
-@contextmanager
-def progress_bar(total: int, description: str, *, minimum: int = 200_000
-                 ) -> Iterator[Callable[[int], None] | None]:
-    """A rich progress bar on stderr for long jobs, yielding its ``advance(n)`` callback.
-
-    Yields None (no bar) when stderr is not a terminal or the job is small, so piped output
-    and logs stay clean.
-    """
-    if total < minimum or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n: progress.advance(task, n)
-
-
-@contextmanager
-def status_spinner(message: str) -> Iterator[None]:
-    """A spinner on stderr while a step of unknown length runs; nothing when not a terminal."""
-    if not sys.stderr.isatty():
-        yield
-        return
-    with Console(file=sys.stderr).status(message):
-        yield
