@@ -21,8 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from tracekit.errors import TracekitError
-
-__version__ = "0.1.0"
+from tracekit.version import __version__
 
 #: public name -> module that defines it, imported when the name is first used
 _LAZY = {

@@ -28,7 +28,6 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from tracekit import __version__
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
@@ -48,6 +47,7 @@ from tracekit.store.db import Store
 from tracekit.store.failures import first_line, is_driver_error
 from tracekit.store.schema import RunRow
 from tracekit.store.sqlite_files import read_only_uri
+from tracekit.version import __version__
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
 SQLITE_SOURCE_READERS = {"nsys_sqlite"}

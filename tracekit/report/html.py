@@ -21,7 +21,6 @@ from typing import Any
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from tracekit import __version__
 from tracekit.errors import InputError
 from tracekit.formatting import format_ns, format_share, roof_label
 from tracekit.report.figures import (
@@ -40,6 +39,7 @@ from tracekit.report.roofline_figure import (
 )
 from tracekit.report.timeline import TimelineOptions, timeline_data
 from tracekit.store.db import Store
+from tracekit.version import __version__
 from tracekit.vocabulary import MATH_OPS, PHASES
 
 TOP_KERNELS = 50

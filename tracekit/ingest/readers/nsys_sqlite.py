@@ -559,7 +559,7 @@ def _nvtx_text(schema: SourceSchema) -> str:
 def _marker_candidates_sql(schema: SourceSchema, likes: Sequence[str]) -> str:
     """Distinct texts of the source's ranges that match a step marker's prefilter.
 
-    The same texts ``phases.stage.marker_texts`` would find among the stored ranges.
+    The same texts ``phases.marker_steps.marker_texts`` would find among the stored ranges.
     """
     types = schema.spec.nvtx_event_types.by_kind()
     ranges = ", ".join(str(i) for kind in NVTX_RANGE_KINDS for i in types.get(kind, []))
