@@ -112,6 +112,49 @@ def test_one_runs_on_for_name_tokens_and_rule_requirements() -> None:
     assert classify_name(name, RULESET, arch="sm_120a").evidence == "feasibility"
 
 
+# -- AMD names as ROCm reports them (rules/_gpus.toml, the AMD [[name]] and [model.*] rows) ----
+
+@pytest.mark.parametrize(("name", "arch", "model"), [
+    ("AMD Instinct MI300X", "gfx942", "mi300x"),
+    ("AMD Instinct MI300X OAM", "gfx942", "mi300x"),
+    ("AMD Instinct MI300XHF OAM", "gfx942", None),
+    ("AMD Instinct MI300X HF", "gfx942", None),
+    ("AMD Instinct MI300X VF", "gfx942", None),
+    ("AMD Instinct MI308X", "gfx942", None),
+    ("AMD Instinct MI325X", "gfx942", "mi325x"),
+    ("MI325X OAM", "gfx942", "mi325x"),
+    ("AMD Instinct MI300A", "gfx942", "mi300a"),
+    ("AMD Instinct MI350X", "gfx950", "mi350x"),
+    ("AMD Instinct MI355X", "gfx950", "mi355x"),
+    ("AMD Instinct MI355X VF", "gfx950", None),
+])
+def test_amd_product_names(name, arch, model):
+    from tracekit.gpus import match_gpu_model
+
+    assert device_arch(None, 9, 4 if arch == "gfx942" else 5, name) == arch  # not "sm94"
+    found = match_gpu_model(name, arch).model
+    assert (found.key if found else None) == model
+
+
+@pytest.mark.parametrize(("name", "arch"), [
+    ("gfx942:sramecc+:xnack-", "gfx942"), ("gfx950", "gfx950"), ("gfx90a:xnack+", "gfx90a")])
+def test_rocm_agent_names_are_their_targets(name, arch):
+    assert device_arch(None, 9, 4, name) == arch
+
+
+def test_amd_products_have_bandwidth_and_cited_limits():
+    from tracekit.gpus import gpu_model
+
+    for key, bandwidth in [("mi300x", 5300), ("mi325x", 6000), ("mi350x", 8000),
+                           ("mi355x", 8000)]:
+        model = gpu_model(key)
+        assert model is not None and model.memory_gbps == bandwidth and model.cite
+    assert gpu_model("mi300x").peak_flops("bf16") == 1307.4e12
+    assert gpu_model("mi355x").peak_flops("fp4") == 10066.4e12
+    assert gpu_model("mi350x").peak_flops("bf16") is None  # unknown, with its reason
+    assert "could be confirmed" in gpu_model("mi350x").missing_reason("bf16")
+
+
 # --- NVIDIA device names and compute capabilities as toolkits report them -----------------------
 
 @pytest.mark.parametrize(("name", "arch"), [

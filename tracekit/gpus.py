@@ -274,6 +274,9 @@ def device_arch(arch: str | None, major: int | None, minor: int | None,
         normalized = normalize_arch(arch)
         if normalized in known_archs():
             return normalized
+    named = parse_arch(name) if name and name.strip().lower().startswith("gfx") else None
+    if named is not None:  # ROCm names an agent by its target: "gfx942:sramecc+:xnack-"
+        return named
     from_name = arch_from_gpu_name(name) if name else None
     if from_name and from_name.startswith("gfx"):
         return from_name

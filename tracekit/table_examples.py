@@ -22,6 +22,14 @@ roofline work model       rules/_roofline.toml ``[[op.form]] examples``: recorde
 checkpoints               rules/_checkpoints.toml ``[[example]]``: a config JSON and its path
 layer names               rules/_layer_names.toml ``[[layer]] examples``: module names and the
                           layer group the first matching row gives them
+layer modules             rules/_layer_modules.toml ``[[module]] examples`` / ``not_examples``:
+                          module class names and the role the first matching row gives them
+layer markers             rules/_layer_markers.toml ``[[format]] examples`` (range texts and the
+                          module path or class read from them), ``[[path]] examples``
+layer kernels             rules/_layer_kernels.toml ``[[kernel]] examples`` / ``not_examples``:
+                          kernel names, classified, and the layer group their family gives
+layer shapes              rules/_layer_shapes.toml ``[[example]]``: a config's dimensions, a
+                          weight N × K and the layer group (or ambiguity) it gives
 convolutions              rules/_convolutions.toml ``[[family]] examples`` / ``not_examples``:
                           kernel names that are (or are not) convolutions run as GEMMs
 findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
@@ -282,6 +290,19 @@ def _convolutions(result: TableResult, path: Path, ruleset: Any) -> None:
                 result.failures.append(f"{row['family']}: must not match {example!r}")
 
 
+def _layer_table(module: str) -> Callable[[TableResult, Path, Any], None]:
+    """A checker that runs ``tracekit.layers.<module>.check_examples``."""
+
+    def check(result: TableResult, path: Path, ruleset: Any) -> None:
+        import importlib
+
+        count, failures = importlib.import_module(f"tracekit.layers.{module}").check_examples()
+        result.examples += count
+        result.failures.extend(failures)
+
+    return check
+
+
 def _findings(result: TableResult, path: Path, ruleset: Any) -> None:
     from tracekit.findings.rules import load_rules
 
@@ -336,6 +357,10 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_gpus.toml": ("GPUs", _gpus),
     "_checkpoints.toml": ("checkpoints", _checkpoints),
     "_layer_names.toml": ("layer names", _layer_names),
+    "_layer_modules.toml": ("layer modules", _layer_table("modules")),
+    "_layer_markers.toml": ("layer markers", _layer_table("markers")),
+    "_layer_kernels.toml": ("layer kernels", _layer_table("kernels")),
+    "_layer_shapes.toml": ("layer shapes", _layer_table("shapes")),
     "_convolutions.toml": ("convolutions", _convolutions),
     "_findings.toml": ("findings", _findings),
     "_roofline.toml": ("roofline work model", _roofline),

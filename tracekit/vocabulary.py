@@ -52,7 +52,8 @@ OUTCOMES: tuple[str, ...] = ("as_declared", "excluded", "better", "hardware_limi
                              "undetermined", "unknown", "no_declaration")
 
 #: which source decided a classification, strongest first
-EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "log", "feasibility", "none")
+EVIDENCE: tuple[str, ...] = ("counters", "name", "op_dtypes", "neighbour", "log", "feasibility",
+                             "none")
 CONFIDENCE: tuple[str, ...] = ("high", "medium", "low")
 
 #: finding severities, most severe first (``--fail-on`` takes one)

@@ -6,7 +6,9 @@ Run by hand (pytest does not collect it):
 
 For each input kind it takes one real trace — the torch profiler trace of vLLM on a B200 (or,
 without ``../shared/traces``, the H200 torch trace of ``fixtures/h200``), the two nsys 2026.2
-exports of an H100 pair, the H200 CUPTI records and Nsight Compute CSV — replicates it with
+exports of an H100 pair, the H200 CUPTI records and Nsight Compute CSV, the rocprofv3 JSON of
+a PyTorch job on 8 MI350X and a synthetic rocpd database (HIP launches, graph replays, ROCTx
+steps: what the MI350X file, kernels only, lacks) — replicates it with
 fresh ids (``replicate.py``) to about each requested number of kernels, and times
 ``tracekit analyze FILE --store NEW.db --json`` in a fresh process: wall time, peak RSS
 (getrusage of the child) and µs per kernel, so growth that is not linear shows as a rising
@@ -40,9 +42,24 @@ KINDS: dict[str, list[Path]] = {
     "nsys-mfu": [SHARED / "nsys-ai" / "mfu_2gpu_before.sqlite"],
     "cupti": [FIXTURES / "cupti.jsonl.gz"],
     "ncu": [FIXTURES / "ncu.csv"],
+    "rocprof": [SHARED / "tracelens-rocprof" / "908_results.json.gz"],
+    "rocpd": [],  # the synthetic vLLM-on-ROCm job as a rocpd database, made in --out
 }
 SUFFIX = {"kineto": ".json", "nsys": ".sqlite", "nsys-mfu": ".sqlite", "cupti": ".jsonl",
-          "ncu": ".csv"}
+          "ncu": ".csv", "rocprof": "_results.json", "rocpd": ".rocpd"}
+
+
+def synthetic_rocpd(out: Path) -> Path:
+    """The AMD job of the test suite (2 processes, HIP launches, graph replays, ROCTx steps;
+    ~19,000 dispatches) as a rocpd 3.0.3 database, built once in ``out``."""
+    path = out / "rocpd-base.rocpd"
+    if not path.exists():
+        sys.path.insert(0, str(REPO))
+        from tests.support.rocprof_scenario import amd_job
+        from tracekit.synth.rocprof import write_rocpd
+
+        write_rocpd(amd_job(repeat=500), path, schema="3.0.3")
+    return path
 
 
 def kernels_per_copy(source: Path, scratch: Path, suffix: str) -> int:
@@ -75,7 +92,8 @@ def main() -> None:
     print("| input | copies | kernels | file | analyze | peak RSS | µs / kernel |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in options.kinds:
-        source = next((p for p in KINDS[kind] if p.exists()), None)
+        source = (synthetic_rocpd(options.out) if kind == "rocpd" else
+                  next((p for p in KINDS[kind] if p.exists()), None))
         if source is None:
             print(f"| {kind} | – | – | – | not available | | |")
             continue

@@ -5,6 +5,7 @@ Run by hand (pytest does not collect this folder's scripts); see README.md here:
     pip install atheris
     python tests/benchmarks/fuzz_readers.py kineto -max_total_time=300
     python tests/benchmarks/fuzz_readers.py nsys   -max_total_time=300 -timeout=20
+    python tests/benchmarks/fuzz_readers.py rocpd  -max_total_time=300  # rocprof-json, rocprof-csv
 
 Each input is written to a file and ingested in-process into a SQLite store, exactly as
 ``tracekit analyze`` would. The contract checked: the input is ingested, or refused with a
@@ -37,7 +38,8 @@ import atheris
 
 TESTS = Path(__file__).resolve().parents[1]
 SUFFIX = {"nsys": ".sqlite", "kineto": ".json", "ncu": ".csv", "cupti": ".jsonl",
-          "rules": ".toml"}
+          "rules": ".toml", "rocprof-json": "_results.json", "rocprof-csv": "_kernel_trace.csv",
+          "rocpd": ".db"}
 
 with atheris.instrument_imports(include=["tracekit"]):
     from sqlalchemy import text
@@ -47,6 +49,9 @@ with atheris.instrument_imports(include=["tracekit"]):
     import tracekit.ingest.readers.kineto_json
     import tracekit.ingest.readers.ncu_csv
     import tracekit.ingest.readers.nsys_sqlite
+    import tracekit.ingest.readers.rocpd_sqlite
+    import tracekit.ingest.readers.rocprof_csv
+    import tracekit.ingest.readers.rocprof_json
     import tracekit.ingest.staging
     import tracekit.ingest.trace_rows  # noqa: F401  (readers are imported lazily: instrument now)
     from tracekit.classifier import classify_names, load_ruleset
@@ -82,6 +87,13 @@ def write_seeds(reader: str, folder: Path) -> None:
     elif reader == "cupti":
         (folder / "base.jsonl").write_text(
             "\n".join(json.dumps(record) for record in props.cupti_records()) + "\n")
+    elif reader == "rocprof-json":
+        (folder / "base_results.json").write_text(json.dumps(props.rocprof_json_document()))
+    elif reader == "rocprof-csv":
+        (folder / "base_kernel_trace.csv").write_text(
+            "\n".join(props._csv_line(row) for row in props.rocprof_kernel_csv_rows()) + "\n")
+    elif reader == "rocpd":
+        props.small_rocpd(folder / "base.db")
     else:
         for stem, content in props.rule_texts():
             (folder / f"{stem}.toml").write_text(content)

@@ -17,6 +17,11 @@ command::
     python tests/benchmarks/replicate.py SRC.sqlite DST.sqlite --copies 300
     python tests/benchmarks/replicate.py fixtures/h200/cupti.jsonl.gz DST.jsonl --copies 16
     python tests/benchmarks/replicate.py fixtures/h200/ncu.csv DST.csv --copies 64
+    python tests/benchmarks/replicate.py 908_results.json.gz DST_results.json --copies 8
+
+A rocprofv3 JSON is replicated per process: its dispatches, HIP calls and ROCTx records
+(shifted by the process's span, correlation and dispatch ids offset per copy), its symbols,
+agents and string tables once; the ROCTx messages follow their ranges' correlation ids.
 """
 
 from __future__ import annotations
@@ -264,18 +269,160 @@ def replicate_ncu(source: Path, target: Path, copies: int, *, keep_ids: bool = F
     return len(launches) * copies
 
 
+#: rocprofv3 JSON record arrays that are replicated (``buffer_records.<name>``)
+ROCPROF_RECORDS = ("kernel_dispatch", "hip_api", "marker_api", "memory_copy")
+
+
+def replicate_rocprof_json(source: Path, target: Path, copies: int, *,
+                           keep_ids: bool = False) -> int:
+    """Replicate a rocprofv3 JSON document; returns the dispatches written.
+
+    The document is read whole (a benchmark helper: the reader under test streams), and
+    written with the record arrays streamed copy by copy.
+    """
+    with _open_text(source) as stream:
+        document = json.load(stream)
+    dispatches = 0
+    placeholders: list[tuple[str, list[dict[str, Any]], int, int]] = []
+    for number, process in enumerate(document["rocprofiler-sdk-tool"]):
+        records = process.get("buffer_records", {})
+        arrays = {name: records.get(name) or [] for name in ROCPROF_RECORDS}
+        every = [r for array in arrays.values() for r in array]
+        if not every:
+            continue
+        first = min(r["start_timestamp"] for r in every)
+        span = max(r["end_timestamp"] for r in every) - first + GAP_NS
+        stride = max(r["correlation_id"]["internal"] for r in every) + 1
+        for name, array in arrays.items():
+            marker = f"@@{number}:{name}@@"
+            records[name] = marker
+            placeholders.append((marker, array, span, stride))
+        messages = process.get("strings", {}).get("marker_api") or []
+        marker = f"@@{number}:messages@@"
+        process.setdefault("strings", {})["marker_api"] = marker
+        placeholders.append((marker, messages, 0, stride))
+        dispatches += len(arrays["kernel_dispatch"]) * copies
+    text = json.dumps(document, separators=(",", ":"))
+    placeholders.sort(key=lambda entry: text.index(f'"{entry[0]}"'))  # document order
+    with target.open("w", encoding="utf-8") as out:
+        for marker, array, span, stride in placeholders:
+            head, text = text.split(f'"{marker}"', 1)
+            out.write(head)
+            out.write("[")
+            comma = ""
+            for copy in range(copies):
+                for record in array:
+                    out.write(comma)
+                    comma = ","
+                    out.write(json.dumps(_shifted(record, copy * span,
+                                                  0 if keep_ids else copy * stride),
+                                         separators=(",", ":")))
+            out.write("]")
+        out.write(text)
+    return dispatches
+
+
+def _shifted(record: dict[str, Any], shift: int, offset: int) -> dict[str, Any]:
+    """A record of copy *i*: times shifted, correlation and dispatch ids offset."""
+    if "key" in record:  # strings.marker_api: {key: correlation id, value: message}
+        return {**record, "key": record["key"] + offset}
+    copy = dict(record)
+    copy["start_timestamp"] = record["start_timestamp"] + shift
+    copy["end_timestamp"] = record["end_timestamp"] + shift
+    correlation = dict(record["correlation_id"])
+    correlation["internal"] = correlation["internal"] + offset
+    copy["correlation_id"] = correlation
+    info = record.get("dispatch_info")
+    if isinstance(info, dict):
+        copy["dispatch_info"] = {**info, "dispatch_id": info.get("dispatch_id", 0) + offset}
+    return copy
+
+
+#: rocpd tables whose rows are replicated, and how each column of a copy moves
+ROCPD_RECORDS = ("event", "kernel_dispatch", "region", "sample", "memory_copy", "graph_launch")
+
+
+def replicate_rocpd(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
+    """Replicate every table set of a rocpd database in SQL; returns the dispatches written.
+
+    Per set, copy *i* of each record row has its times shifted by *i* spans, its own id and
+    its ``event_id`` offset by *i* times the table's largest id, its correlation ids
+    (``rocpd_event.stack_id``, the region ids that equal them) by *i* strides.
+    """
+    shutil.copyfile(source, target)
+    connection = sqlite3.connect(target)
+    names = [name for (name,) in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_%'")]
+    suffixes = [name.removeprefix("rocpd_kernel_dispatch") for name in names
+                if name.startswith("rocpd_kernel_dispatch")]
+    dispatches = 0
+    with connection:
+        for suffix in suffixes:
+            tables = {base: f'"rocpd_{base}{suffix}"' for base in ROCPD_RECORDS
+                      if f"rocpd_{base}{suffix}" in names}
+            first, last = connection.execute(
+                f'SELECT MIN(start), MAX("end") FROM {tables["kernel_dispatch"]}').fetchone()
+            if "region" in tables:
+                low, high = connection.execute(
+                    f'SELECT MIN(start), MAX("end") FROM {tables["region"]}').fetchone()
+                first, last = min(first, low or first), max(last, high or last)
+            span = last - first + GAP_NS
+            (stack,) = connection.execute(
+                f"SELECT COALESCE(MAX(stack_id), 0) + 1 FROM {tables['event']}").fetchone()
+            largest = {base: connection.execute(
+                f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
+                for base, table in tables.items()}
+            for copy in range(1, copies):
+                for base, table in tables.items():
+                    moved = []
+                    for column in _columns(connection, table.strip('"')):
+                        shift = {"start": f"+ {copy * span}", "end": f"+ {copy * span}",
+                                 "timestamp": f"+ {copy * span}",
+                                 "event_id": f"+ {copy * largest['event']}",
+                                 "id": f"+ {copy * largest[base]}"}.get(column, "")
+                        if not keep_ids and column in ("stack_id", "parent_stack_id"):
+                            shift = f"+ {copy * stack}"
+                        if not keep_ids and column == "dispatch_id":
+                            shift = f"+ {copy * largest['kernel_dispatch']}"
+                        if not keep_ids and base == "region" and column == "id":
+                            shift = f"+ {copy * stack}"  # region ids are correlation ids
+                        moved.append(f'"{column}" {shift}')
+                    columns = ", ".join(f'"{c}"' for c in _columns(connection, table.strip('"')))
+                    connection.execute(
+                        f"INSERT INTO {table} ({columns}) SELECT {', '.join(moved)} FROM {table} "
+                        f"WHERE id <= {largest[base]}")
+            (count,) = connection.execute(
+                f"SELECT COUNT(*) FROM {tables['kernel_dispatch']}").fetchone()
+            dispatches += count
+    connection.close()
+    return dispatches
+
+
 def replicate(source: Path, target: Path, copies: int, *, keep_ids: bool = False) -> int:
-    """Replicate an nsys SQLite export, a Kineto JSON, tracekit CUPTI JSON lines or an ncu CSV
-    trace (plain or gzip-compressed); returns the kernels written."""
+    """Replicate an nsys SQLite export, a rocpd database, a Kineto JSON, tracekit CUPTI JSON
+    lines, an ncu CSV or a rocprofv3 JSON (plain or gzip); returns the kernels written."""
     with _open_text(source) if not _is_sqlite(source) else open(source, "rb") as probe:
         head = probe.read(256)
     if isinstance(head, bytes):
+        if _is_rocpd(source):
+            return replicate_rocpd(source, target, copies, keep_ids=keep_ids)
         return replicate_nsys(source, target, copies, keep_ids=keep_ids)
     if head.startswith('"ID"'):
         return replicate_ncu(source, target, copies, keep_ids=keep_ids)
     if '"kind"' in head.split("\n", 1)[0] and '"header"' in head.split("\n", 1)[0]:
         return replicate_cupti(source, target, copies, keep_ids=keep_ids)
+    if '"rocprofiler-sdk-tool"' in head:
+        return replicate_rocprof_json(source, target, copies, keep_ids=keep_ids)
     return replicate_kineto(source, target, copies, keep_ids=keep_ids)
+
+
+def _is_rocpd(path: Path) -> bool:
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
+                                  "AND name LIKE 'rocpd_kernel_dispatch%'").fetchone()[0] > 0
+    finally:
+        connection.close()
 
 
 def _is_sqlite(path: Path) -> bool:

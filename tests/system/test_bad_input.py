@@ -159,3 +159,55 @@ def test_bad_input_does_not_create_a_store(tmp_path):
     code, _, stderr = run_cli("analyze", str(tmp_path / "missing.sqlite"), "--store", str(store))
     assert_one_line_error(code, stderr, "no such file")
     assert not store.exists()
+
+
+# -- rocprofv3 outputs (JSON, CSV, rocpd) ------------------------------------------------------
+
+def _rocprof_job():  # type: ignore[no-untyped-def]
+    from tests.support.rocprof_scenario import amd_job
+
+    job = amd_job()
+    job.processes = job.processes[:1]
+    return job
+
+
+def test_rocprof_json_cut_off_inside_gzip(store_path, tmp_path):
+    import gzip
+
+    from tracekit.synth.rocprof import write_json
+
+    [path] = write_json(_rocprof_job(), tmp_path / "json")
+    packed = gzip.compress(path.read_bytes())
+    cut = tmp_path / "4100_results.json.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    analyze_bad(store_path, cut, "truncated")
+
+
+def test_rocprof_json_with_no_dispatch(store_path, tmp_path):
+    cut = tmp_path / "empty_results.json"
+    cut.write_text('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}, "buffer_records": '
+                   '{"kernel_dispatch": []}}]}')
+    analyze_bad(store_path, cut, "holds no kernel dispatch", "--kernel-trace")
+
+
+def test_rocpd_of_a_schema_this_tracekit_does_not_read(store_path, tmp_path):
+    from tracekit.synth.rocprof import write_rocpd
+
+    path = write_rocpd(_rocprof_job(), tmp_path / "results.db")
+    connection = sqlite3.connect(path)
+    [(table,)] = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                    "AND name LIKE 'rocpd_metadata_%'").fetchall()
+    connection.execute(f'UPDATE "{table}" SET value = \'4.1.0\' WHERE tag = \'schema_version\'')
+    connection.commit()
+    connection.close()
+    analyze_bad(store_path, path, "rocpd schema 4.1.0", "upgrade tracekit")
+
+
+def test_rocprof_csv_folder_with_a_damaged_kernel_trace(store_path, tmp_path):
+    from tracekit.synth.rocprof import write_csv
+
+    folder = tmp_path / "csv"
+    write_csv(_rocprof_job(), folder)
+    trace = folder / "4100_kernel_trace.csv"
+    trace.write_text(trace.read_text().replace(",8000000", ",later", 1))
+    analyze_bad(store_path, folder, "4100_kernel_trace.csv", "not a number")

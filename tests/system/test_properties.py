@@ -20,6 +20,7 @@ one-line ``UnexpectedContent`` errors (the contract holds for users, but each is
 
 from __future__ import annotations
 
+import csv
 import faulthandler
 import gzip
 import json
@@ -27,6 +28,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,15 @@ from tracekit.errors import TracekitError
 from tracekit.ingest.pipeline import IngestResult, UnexpectedContent, ingest
 from tracekit.store.db import Store, open_store
 from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
+from tracekit.synth.rocprof import (
+    AmdProcess,
+    AmdScenario,
+    Job,
+    lay_out,
+    write_csv,
+    write_json,
+    write_rocpd,
+)
 
 #: an input still running after this many seconds is a hang (faulthandler ends the run)
 HANG_S = 120
@@ -554,6 +565,191 @@ def cupti_input(draw: st.DrawFn) -> bytes:
 @given(data=cupti_input())
 def test_cupti_jsonl_reader(harness: Harness, data: bytes) -> None:
     harness.ingest(data, ".jsonl")
+
+
+# --- rocprofv3 (JSON, CSV, rocpd) ---------------------------------------------------------------
+
+def rocprof_small_job() -> Job:
+    """A small rocprofv3 job: one process, a prefill step and a graph-replayed decode step."""
+    return lay_out(AmdScenario(processes=[AmdProcess(pid=4100, steps=[
+        StepSpec("execute_context_1(8)_generation_0(0)",
+                 [KernelSpec("Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI32x32x8x1_SN", 4_000,
+                             count=2)]),
+        StepSpec("execute_context_0(0)_generation_1(1)",
+                 [KernelSpec("void at::native::elementwise_kernel<4>(int)", 1_000)],
+                 graph=True)])]))
+
+
+def rocprof_json_document() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        [path] = write_json(rocprof_small_job(), Path(folder))
+        return json.loads(path.read_text())
+
+
+ROCPROF_SECTIONS = ["kernel_dispatch", "hip_api", "marker_api"]
+ROCPROF_KEYS = ["kind", "operation", "thread_id", "correlation_id", "start_timestamp",
+                "end_timestamp", "dispatch_info", "stream_id", "args", "size"]
+
+
+@st.composite
+def rocprof_json_input(draw: st.DrawFn) -> bytes:
+    document = rocprof_json_document()
+    process = document["rocprofiler-sdk-tool"][0]
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["record_key", "record_key", "info_key", "drop_key",
+                                     "drop_record", "dup_record", "section", "symbol", "agent",
+                                     "strings"]))
+        section = process["buffer_records"][draw(st.sampled_from(ROCPROF_SECTIONS))]
+        if not isinstance(section, list):  # replaced by an earlier mutation
+            section = []
+        record = section[draw(st.integers(0, len(section) - 1))] if section else None
+        if not isinstance(record, dict):
+            record = None
+        if kind == "record_key" and record is not None:
+            record[draw(st.sampled_from(ROCPROF_KEYS))] = draw(json_values)
+        elif kind == "info_key" and record is not None and isinstance(
+                record.get("dispatch_info"), dict):
+            record["dispatch_info"][draw(st.sampled_from(
+                ["agent_id", "kernel_id", "grid_size", "workgroup_size", "queue_id"]))] = draw(
+                json_values)
+        elif kind == "drop_key" and record is not None:
+            record.pop(draw(st.sampled_from(ROCPROF_KEYS)), None)
+        elif kind == "drop_record" and section:
+            section.pop(draw(st.integers(0, len(section) - 1)))
+        elif kind == "dup_record" and record is not None:
+            section.append(json.loads(json.dumps(record)))
+        elif kind == "section":
+            process["buffer_records"][draw(st.sampled_from(ROCPROF_SECTIONS))] = draw(json_values)
+        elif kind == "symbol" and process["kernel_symbols"]:
+            symbol = process["kernel_symbols"][draw(st.integers(
+                0, len(process["kernel_symbols"]) - 1))]
+            symbol[draw(st.sampled_from(["kernel_id", "formatted_kernel_name",
+                                         "truncated_kernel_name"]))] = draw(json_values)
+        elif kind == "agent" and process["agents"]:
+            process["agents"][-1][draw(st.sampled_from(["id", "type", "name", "product_name",
+                                                        "logical_node_type_id"]))] = draw(
+                json_values)
+        elif kind == "strings":
+            process["strings"][draw(st.sampled_from(["buffer_records", "marker_api"]))] = draw(
+                json_values)
+    indent = draw(st.sampled_from([None, None, 1]))
+    payload = json.dumps(document, indent=indent, ensure_ascii=draw(st.booleans()))
+    data = draw(damages).apply(payload.encode("utf-8", "surrogatepass"))
+    return gzip.compress(data, mtime=0) if draw(st.integers(0, 4)) == 0 else data
+
+
+@SETTINGS
+@given(data=rocprof_json_input())
+def test_rocprof_json_reader(harness: Harness, data: bytes) -> None:
+    harness.ingest(data, "_results.json")
+
+
+def test_rocprof_json_base_document_is_read(harness: Harness) -> None:
+    result = harness.ingest(json.dumps(rocprof_json_document()).encode(), "_results.json")
+    assert result is not None and result.format == "rocprof-json"
+
+
+def rocprof_kernel_csv_rows() -> list[list[str]]:
+    """The kernel trace of the small job, rocprofv3 1.0's header, as text cells."""
+    with tempfile.TemporaryDirectory() as folder:
+        write_csv(rocprof_small_job(), Path(folder))
+        with (Path(folder) / "4100_kernel_trace.csv").open(newline="") as stream:
+            return [list(row) for row in csv.reader(stream)]
+
+
+@st.composite
+def rocprof_csv_input(draw: st.DrawFn) -> bytes:
+    rows = rocprof_kernel_csv_rows()
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["cell", "cell", "cell", "drop_cell", "add_cell",
+                                     "drop_row", "dup_row", "header"]))
+        index = draw(st.integers(0, len(rows) - 1)) if rows else 0
+        if kind == "cell" and rows and rows[index]:
+            rows[index][draw(st.integers(0, len(rows[index]) - 1))] = draw(CSV_CELLS)
+        elif kind == "drop_cell" and rows and rows[index]:
+            rows[index].pop(draw(st.integers(0, len(rows[index]) - 1)))
+        elif kind == "add_cell" and rows:
+            rows[index].append(draw(CSV_CELLS))
+        elif kind == "drop_row" and len(rows) > 1:
+            rows.pop(max(index, 1) if draw(st.booleans()) else index)
+        elif kind == "dup_row" and rows:
+            rows.insert(index, list(rows[index]))
+        elif kind == "header" and rows and rows[0]:
+            rows[0][draw(st.integers(0, len(rows[0]) - 1))] = draw(st.sampled_from(
+                ["Kernel_Name", "Start_Timestamp", "Agent_Id", "Grid_Size_X", "x", ""]))
+    text_out = "\n".join(_csv_line(row) for row in rows) + "\n"
+    encoding = draw(st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "latin-1"]))
+    return draw(damages).apply(text_out.encode(encoding, "replace"))
+
+
+@SETTINGS
+@given(data=rocprof_csv_input())
+def test_rocprof_csv_reader(harness: Harness, data: bytes) -> None:
+    harness.ingest(data, "_kernel_trace.csv")
+
+
+def test_rocprof_csv_base_file_is_read(harness: Harness) -> None:
+    data = ("\n".join(_csv_line(row) for row in rocprof_kernel_csv_rows()) + "\n").encode()
+    result = harness.ingest(data, "_kernel_trace.csv")
+    assert result is not None and result.format == "rocprof-csv"
+
+
+def small_rocpd(path: Path) -> bytes:
+    write_rocpd(rocprof_small_job(), path, schema="3.0.3")
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def rocpd_base(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, list[str]]:
+    path = tmp_path_factory.mktemp("rocpd") / "base.db"
+    data = small_rocpd(path)
+    connection = sqlite3.connect(path)
+    tables = [name for (name,) in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_%'")]
+    connection.close()
+    return Blob(data), tables
+
+
+ROCPD_BASES = ["kernel_dispatch", "info_kernel_symbol", "string", "event", "region",
+               "info_agent", "info_process", "info_thread", "metadata", "sample", "track"]
+
+rocpd_mutation = st.builds(
+    lambda base, **fields: (base, fields),
+    base=st.sampled_from(ROCPD_BASES),
+    kind=st.sampled_from(["drop_table", "rename_table", "drop_column", "null", "value",
+                          "delete_rows", "duplicate_rows", "view", "value", "null"]),
+    column_index=st.integers(0, 40),
+    value=st.one_of(numbers, weird_text, st.binary(max_size=20), st.none()),
+    invalid_text=st.booleans(),
+    modulo=st.integers(1, 4),
+)
+
+
+@SETTINGS
+@given(mutations=st.lists(rocpd_mutation, max_size=4), damage=damages)
+def test_rocpd_sqlite_reader(harness: Harness, rocpd_base: tuple[bytes, list[str]],
+                             mutations: list[tuple[str, dict[str, Any]]],
+                             damage: Damage) -> None:
+    base, tables = rocpd_base
+    work = harness.folder / "mutate.db"
+    work.write_bytes(base)
+    connection = sqlite3.connect(work)
+    try:
+        for name, fields in mutations:
+            table = next((t for t in tables if t.startswith(f"rocpd_{name}_")), None)
+            if table is None:
+                continue
+            try:
+                SqlMutation(table=table, **fields).apply(connection)
+            except sqlite3.Error:
+                pass
+        connection.commit()
+    finally:
+        connection.close()
+    data = damage.apply(work.read_bytes())
+    result = harness.ingest(data, ".db")
+    if not mutations and data == base:
+        assert result is not None
 
 
 # --- rule TOML ----------------------------------------------------------------------------------

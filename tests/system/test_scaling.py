@@ -42,6 +42,7 @@ SHARED_INPUTS = [
     ("kineto-a100-nccl", "hta/nccl_parser_config__nccl_data.json.gz", 2),
     ("nsys-h100-wan", "nsys-ai/h100_2gpu_1s.sqlite", 8),
     ("nsys-h100-mfu", "nsys-ai/mfu_2gpu_before.sqlite", 8),
+    ("rocprof-mi350x", "tracelens-rocprof/908_results.json.gz", 1),
 ]
 
 
@@ -106,3 +107,31 @@ def test_synthetic_nsys_export_analyzes_linearly(tmp_path: Path) -> None:
     ]) for rank in range(2)])
     source = write_scenario(scenario, tmp_path / "one.sqlite")
     assert_linear(source, 2, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["rocpd", "rocprof-json", "rocprof-csv"])
+def test_synthetic_rocprof_outputs_analyze_linearly(kind: str, tmp_path: Path) -> None:
+    """The synthetic vLLM-on-ROCm job (HIP launches, graph replays, ROCTx steps) in each
+    rocprofv3 format: ~19,000 dispatches at the base, replicated (rocpd, JSON) or laid out
+    8x longer (CSV, one folder per size)."""
+    from tests.support.rocprof_scenario import amd_job
+    from tracekit.synth.rocprof import write_csv, write_json, write_rocpd
+
+    if kind == "rocprof-csv":
+        base, big = tmp_path / "base", tmp_path / "big"
+        write_csv(amd_job(repeat=500), base)
+        write_csv(amd_job(repeat=500 * GROWTH), big)
+        analyze_seconds(base, tmp_path / "warm.db")
+        small = min(analyze_seconds(base, tmp_path / f"base{i}.db") for i in range(2))
+        large = analyze_seconds(big, tmp_path / "big.db")
+        if large > MAX_RATIO * small:
+            large = min(large, analyze_seconds(big, tmp_path / "big2.db"))
+        assert large <= MAX_RATIO * small, f"{large / small:.1f}x ({small:.2f} s -> {large:.2f} s)"
+        return
+    if kind == "rocpd":
+        source = write_rocpd(amd_job(repeat=500), tmp_path / "one.rocpd", schema="3.0.3")
+    else:
+        [source, _] = write_json(amd_job(repeat=250), tmp_path / "json")
+        source = source.rename(tmp_path / "one_results.json")
+    assert_linear(source, 1, tmp_path)

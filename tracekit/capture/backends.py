@@ -7,7 +7,8 @@ run collects the trace files the analysis reads.
 * ``nsys``  — Nsight Systems around any command (``nsys.py``);
 * ``torch`` — the torch profiler around a Python program (``torch_runner.py``);
 * ``cupti`` — CUPTI activity records from inside a Python program (``cupti_runner.py``);
-* ``ncu``   — Nsight Compute on a few GEMMs (``ncu.py``).
+* ``ncu``   — Nsight Compute on a few GEMMs (``ncu.py``);
+* ``rocprof`` — rocprofv3 around any command on AMD GPUs (``rocprof.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from pathlib import Path
 
 from tracekit.capture import ncu as ncu_tool
 from tracekit.capture import nsys as nsys_tool
+from tracekit.capture import rocprof as rocprof_tool
 from tracekit.capture.engines import EnginePreset, fill
 from tracekit.errors import InputError, ToolNotFound
 from tracekit.ingest.convert import find_ncu, find_nsys, ncu_rep_to_csv
 
-BACKENDS = ("nsys", "torch", "cupti", "ncu")
+BACKENDS = ("nsys", "torch", "cupti", "ncu", "rocprof")
 
 
 @dataclass
@@ -220,6 +222,28 @@ def plan_ncu(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> C
                        tool_version=match.group(1) if match else None, notes=notes)
 
 
+def plan_rocprof(request: CaptureRequest, run_dir: Path, dry_run: bool = False) -> CapturePlan:
+    """rocprofv3 around the command: rocpd output from 1.0.0 on, JSON before (by version)."""
+    tool = rocprof_tool.find_rocprofv3()
+    if tool is None and dry_run:
+        tool = Path("rocprofv3")
+    elif tool is None or not (tool.is_file() or shutil.which(str(tool))):
+        raise ToolNotFound("the rocprof backend needs rocprofv3 (ROCm's rocprofiler-sdk), "
+                           "which was not found",
+                           hint="install ROCm 6.2 or newer (rocprofiler-sdk) or set "
+                                f"{rocprof_tool.ROCPROF_ENV}")
+    version = rocprof_tool.rocprof_version(tool) if tool.is_file() or shutil.which(str(tool)) \
+        else None
+    fmt = rocprof_tool.output_format(version)
+    output = run_dir / rocprof_tool.OUTPUT_DIR
+    notes = [f"rocprofv3 {version or 'before 1.0.0 (no --version)'}: {fmt} output"]
+    if not rocprof_tool.has_amd_gpu():
+        notes.append("no AMD GPU visible (no /dev/kfd): rocprofv3 will record no dispatch")
+    return CapturePlan("rocprof", rocprof_tool.profile_command(tool, output, fmt,
+                                                               request.command),
+                       {}, output, tool=str(tool), tool_version=version, notes=notes)
+
+
 def plan_capture(request: CaptureRequest, run_dir: Path, *, dry_run: bool = False) -> CapturePlan:
     """The plan for ``request.backend`` (tool checks raise ``ToolNotFound``)."""
     if request.backend == "nsys":
@@ -236,6 +260,8 @@ def plan_capture(request: CaptureRequest, run_dir: Path, *, dry_run: bool = Fals
         return plan_cupti(request, run_dir)
     if request.backend == "ncu":
         return plan_ncu(request, run_dir, dry_run)
+    if request.backend == "rocprof":
+        return plan_rocprof(request, run_dir, dry_run)
     raise InputError(f"unknown backend {request.backend!r}", hint=f"one of {', '.join(BACKENDS)}")
 
 
@@ -246,6 +272,7 @@ STARTUP_FAILURES = {
                         r"Error: .*|ERROR: .*)$", re.MULTILINE),
              re.compile(r"^usage: nsys profile.*$", re.MULTILINE)),
     "ncu": (re.compile(r"^==ERROR== .*$", re.MULTILINE),),
+    "rocprof": (re.compile(r"^rocprofv3: error: .*$", re.MULTILINE),),
 }
 
 
@@ -279,6 +306,9 @@ def collect(plan: CapturePlan) -> list[Path]:
         return [plan.output] if traces else []
     if plan.backend == "cupti":
         return [plan.output] if plan.output.is_file() and plan.output.stat().st_size else []
+    if plan.backend == "rocprof":
+        fmt = plan.argv[plan.argv.index("--output-format") + 1]
+        return rocprof_tool.finish_outputs(plan.output, fmt)
     if plan.backend == "ncu":
         report = plan.output.with_name(plan.output.name + ".ncu-rep")
         if not report.exists() or plan.tool is None:

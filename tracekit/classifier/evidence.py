@@ -1,7 +1,8 @@
 """Combine the name's answer with other evidence, in the order of trust of
 docs/vocabulary.md#a-classification.
 
-counters > explicit types in the name > op dtypes > log lines, then GPU feasibility. Counters
+counters > explicit types in the name > op dtypes > the activation-quantize kernel launched
+before (neighbour) > log lines, then GPU feasibility. Counters
 measure what the tensor pipe executed, so they override the name; op dtypes are trusted only
 from plain ATen matmul/attention ops, because custom ops hide the quantized weights (vLLM's
 ``moe_forward`` reports BF16 inputs while its kernels, ``bmm_MxE4m3_MxE2m1…``, run MXFP4 ×
@@ -22,7 +23,7 @@ from dataclasses import replace
 from tracekit.classifier.engine import Match
 from tracekit.classifier.model import Classification, NameEvidence
 from tracekit.gpus import built_for, mma_conflict, runs_on
-from tracekit.vocabulary import HALF_TYPES, MATH_OPS
+from tracekit.vocabulary import GEMM_OPS, HALF_TYPES, MATH_OPS
 
 #: ncu ``sm__ops_path_tensor…_src_<S>[_dst_<D>]`` source word -> path
 _COUNTER_SRC: dict[str, str] = {
@@ -70,6 +71,12 @@ _OP_FOR_ATEN = {
     "_grouped_mm": "grouped_gemm",
     "_scaled_grouped_mm": "grouped_gemm",
 }
+
+
+def _short(name: str) -> str:
+    """A kernel name without its return type and template or parameter list."""
+    base = name.removeprefix("void ").split("(")[0].split("<")[0].strip()
+    return base or name[:80]
 
 
 def path_from_counters(counters: Mapping[str, float]) -> tuple[str | None, str]:
@@ -200,6 +207,19 @@ def _apply_evidence(result: Classification, evidence: NameEvidence) -> Classific
             )
         if why:
             result = replace(result, reason=f"{result.reason}; {why}")
+    if evidence.neighbour is not None and result.path == "unknown" and result.op in GEMM_OPS:
+        near = evidence.neighbour
+        return replace(
+            result,
+            path=near.path,
+            activations=near.activations or result.activations,
+            evidence="neighbour",
+            confidence="medium",
+            reason=(f"{100 * near.share:.0f}% of its {near.launches} launches follow the "
+                    f"{near.path} activation-quantize kernel {_short(near.name)} on the same "
+                    f"stream: {near.activations or near.path} activations; the name alone: "
+                    f"{result.reason}"),
+        )
     if evidence.log_path and evidence.log_path != "unknown":
         line = f": {evidence.log_line}" if evidence.log_line else ""
         return replace(

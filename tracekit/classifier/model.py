@@ -56,6 +56,19 @@ class Classification:
 
 
 @dataclass(frozen=True)
+class Neighbour:
+    """The activation-quantize kernel launched right before most of a name's launches on the
+    same stream: ``share`` of its ``launches`` follow ``name``, which writes ``path``
+    activations (``activations``: e4m3, e2m1, int8)."""
+
+    name: str
+    path: str
+    activations: str | None
+    share: float
+    launches: int
+
+
+@dataclass(frozen=True)
 class NameEvidence:
     """Evidence about one kernel name from sources other than the name itself.
 
@@ -65,6 +78,9 @@ class NameEvidence:
     - ``op_shared``: the op also launched kernels of other names (cuBLAS's ``scal_kernel``
       beside its GEMM, a bias add beside a Triton matmul): its input types then do not say
       which of them is the matrix product.
+    - ``neighbour``: the activation-quantize kernel launched right before most launches
+      of a GEMM whose name carries no types (vLLM/SGLang's Triton ``fused_moe_kernel`` after
+      ``per_token_group_quant_fp8``): evidence of its activation type.
     - ``log_path`` / ``log_line``: a datatype path an engine log line states for this kernel
       (for example ``Using MarlinNvFp4 for NVFP4 GEMM`` -> ``weight_only``) and the line.
     """
@@ -73,6 +89,7 @@ class NameEvidence:
     op_dtypes: tuple[str, ...] = ()
     op_shared: bool = False
     counters: Mapping[str, float] = field(default_factory=dict)
+    neighbour: Neighbour | None = None
     log_path: str | None = None
     log_line: str | None = None
 

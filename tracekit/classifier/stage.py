@@ -4,7 +4,9 @@ Works per unique name (``kernel_names``), never per kernel record, and writes wi
 insert. Evidence other than the name is gathered with set-based queries: the run's GPU
 architecture (``runs.arch``, decided once by ``tracekit.run_gpu``), the input types of the
 framework op that launched each name (``cpu_ops`` through ``kernels.cpu_op_id``) and Nsight
-Compute counters (``kernel_metrics``, summed per metric over launches). Re-running the stage
+Compute counters (``kernel_metrics``, summed per metric over launches) and, for GEMMs whose
+name carries no types, the activation-quantize kernel launched right before them on the same
+stream (one window pass over the run's kernels, only when the run has both). Re-running the stage
 replaces the run's classifications, so new rules re-classify an old run without re-ingesting
 it.
 """
@@ -18,10 +20,28 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from tracekit.classifier import classify_name, classify_names
-from tracekit.classifier.model import NameEvidence, RuleSet
+from tracekit.classifier.model import Classification, NameEvidence, Neighbour, RuleSet
 from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import ClassificationRow, KernelMetricRow, KernelNameRow
+from tracekit.store.sql import text_with_lists
+from tracekit.vocabulary import GEMM_OPS
+
+#: quantize paths whose kernels say the activation type of the GEMM they feed
+QUANTIZED_ACTIVATIONS = frozenset({"fp8", "fp4", "int8"})
+#: share of a GEMM's launches that must follow quantize kernels of one path
+NEIGHBOUR_SHARE = 0.5
+
+#: Per GEMM name, the kernel launched right before each of its launches on the same device
+#: and stream, counted: one window pass over the run's kernels (a sort by stream and time).
+_PRECEDED_BY = """
+SELECT w.name_id, w.previous, COUNT(*) FROM (
+    SELECT k.name_id, LAG(k.name_id) OVER (PARTITION BY k.device, k.stream
+                                           ORDER BY k.start_ns, k.id) AS previous
+    FROM kernels AS k WHERE k.run_id = :run_id) AS w
+WHERE w.name_id IN :names
+GROUP BY w.name_id, w.previous
+"""
 
 
 def _op_dtypes(connection: Connection, run_id: int
@@ -90,6 +110,42 @@ def _counters(connection: Connection, run_id: int) -> dict[int, dict[str, float]
     return out
 
 
+def _neighbours(connection: Connection, run_id: int,
+                named: list[tuple[int, str, Classification]]) -> dict[int, Neighbour]:
+    """name_id -> the activation-quantize kernel most of its launches follow on their stream,
+    for GEMMs whose name left the path unknown (``fused_moe_kernel``: no types in the name).
+
+    Only when the run has such GEMMs and quantize kernels of a quantized path: then one
+    window pass over the run's kernels. The classifier runs before the phases, so "right
+    before" is on the stream, not within a step.
+    """
+    candidates = {name_id for name_id, _, r in named
+                  if r.op in GEMM_OPS and r.path == "unknown" and r.evidence in ("name", "none")}
+    quantizers = {name_id: (text, r) for name_id, text, r in named
+                  if r.op == "quantize" and r.path in QUANTIZED_ACTIVATIONS}
+    if not candidates or not quantizers:
+        return {}
+    totals: dict[int, int] = defaultdict(int)
+    after: dict[int, dict[str, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
+    for name_id, previous, count in connection.execute(
+            text_with_lists(_PRECEDED_BY, names=sorted(candidates)), {"run_id": run_id}):
+        totals[int(name_id)] += int(count)
+        if previous is not None and int(previous) in quantizers:
+            path = str(quantizers[int(previous)][1].path)
+            after[int(name_id)][path][int(previous)] = int(count)
+    out: dict[int, Neighbour] = {}
+    for name_id, by_path in after.items():
+        path, kernels = max(by_path.items(), key=lambda item: sum(item[1].values()))
+        share = sum(kernels.values()) / totals[name_id]
+        if share <= NEIGHBOUR_SHARE:
+            continue
+        quantizer = max(kernels, key=lambda key: kernels[key])
+        name, result = quantizers[quantizer]
+        out[name_id] = Neighbour(name=name, path=path, activations=result.activations,
+                                 share=share, launches=totals[name_id])
+    return out
+
+
 def classify_run(
     connection: Connection, run_id: int, ruleset: RuleSet, *, arch: str | None = None
 ) -> int:
@@ -111,15 +167,19 @@ def classify_run(
     # with op dtypes or counters one by one, since their evidence is per name row.
     texts = [name or mangled or "" for _, name, mangled in names]
     results = classify_names(texts, ruleset, arch=arch)
+    neighbours = _neighbours(connection, run_id, [(name_id, texts[index], results[index])
+                                                  for index, (name_id, _, _) in enumerate(names)])
     for index, (name_id, _, _) in enumerate(names):
         op = dtypes.get(name_id)
         metrics = counters.get(name_id)
-        if op or metrics:
+        near = neighbours.get(name_id)
+        if op or metrics or near:
             evidence = NameEvidence(
                 op_name=op[0] if op else None,
                 op_dtypes=op[1] if op else (),
                 op_shared=op[2] if op else False,
                 counters=metrics or {},
+                neighbour=near,
             )
             results[index] = classify_name(texts[index], ruleset, arch=arch, evidence=evidence)
     rows = [

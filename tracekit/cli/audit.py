@@ -25,7 +25,8 @@ def say(message: str) -> None:
                                  "help_option_names": ["-h", "--help"]})
 @click.option("--backend", type=click.Choice(BACKENDS), default="nsys", show_default=True,
               help="Profiler: nsys (any command), torch / cupti (Python programs), ncu "
-                   "(tensor-pipe counters of the top GEMMs of a previous run).")
+                   "(tensor-pipe counters of the top GEMMs of a previous run), rocprof "
+                   "(rocprofv3 on AMD GPUs, any command).")
 @click.option("--engine", type=click.Choice(sorted(PRESETS)), default=None,
               help="Engine preset (default: detected from the command).")
 @click.option("--model", type=click.Path(path_type=Path), default=None,

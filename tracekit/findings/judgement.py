@@ -243,6 +243,7 @@ def judge(phase: PhaseTime, ctx: FindingContext, rules: FindingRules) -> Judgeme
     decl = ctx.declaration
     understood = decl is not None and not decl.not_understood
     verdicts: list[LayerVerdict] = []
+    mixed_fine: dict[int, LayerVerdict] = {}  # index → its reading if no layer is forced
     declared = declare_layers(decl) if decl is not None and understood else {}
     has_experts = _has_experts(ctx, declared) if declared else False
     quantized_model = any(rank(scheme.path) >= 1 for d in declared.values()
@@ -289,6 +290,19 @@ def judge(phase: PhaseTime, ctx: FindingContext, rules: FindingRules) -> Judgeme
                       + ", ".join(sorted({r[0] for r in readings})))
         if expected.kind == "unknown" and outcome == "undetermined":
             reason = expected.reason
+        if outcome == "undetermined" and cell.layer not in UNCERTAIN_LAYERS:
+            # a known group whose modules are declared both ways (a mixed group): this path
+            # is one of its schemes, unless that scheme's layers ran nowhere (_somewhere)
+            fine = min((r for r in readings if r[1] in FINE),
+                       key=lambda r: PLAUSIBILITY.get(r[1], len(PLAUSIBILITY)))
+            mixed_reason = (f"{rules.layer_word(cell.layer)} is declared "
+                            + " and ".join(dict.fromkeys(_scheme_word(r[2]) for r in readings))
+                            + f" (a mixed group): the {cell.path} GEMMs are its "
+                            f"{_scheme_word(fine[2])} modules")
+            mixed_fine[len(verdicts)] = LayerVerdict(
+                **common, outcome=fine[1], severity=rules.outcome_severity(fine[1]),
+                declared=fine[2], expected=fine[3], reason=mixed_reason, log=fine[4],
+                readings=tuple((r[0], r[1]) for r in readings))
         verdicts.append(LayerVerdict(
             **common, outcome=outcome, severity=rules.outcome_severity(outcome, cell.ns /
                                                                        phase.total),
@@ -296,7 +310,18 @@ def judge(phase: PhaseTime, ctx: FindingContext, rules: FindingRules) -> Judgeme
             expected=expected, reason=reason, log=line,
             readings=tuple((r[0], r[1]) for r in readings) if len(readings) > 1 else ()))
     verdicts = _somewhere(verdicts, phase, rules, ctx, declared, quantized_model, logs)
+    verdicts = [mixed_fine[i] if i in mixed_fine and v.outcome == "undetermined" else v
+                for i, v in enumerate(verdicts)]
     return _headline(phase, verdicts, ctx, rules)
+
+
+def _scheme_word(layer: LayerDeclaration) -> str:
+    scheme = layer.scheme
+    if scheme is None:
+        return "16-bit"
+    if rank(scheme.path) < 1:
+        return scheme.path.upper()
+    return f"{scheme.scheme} {scheme.quant}"
 
 
 def _undetermined_reason(cell: _Cell, readings: Sequence[tuple[str, str, Any, Any, Any]]

@@ -33,6 +33,7 @@ from tracekit.findings.model import (
 )
 from tracekit.findings.rules import load_rules
 from tracekit.findings.verdict import verdict_sentences
+from tracekit.layers.graphs import graph_trace_gap
 from tracekit.run_gpu import stored_run_gpu
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import (
@@ -220,17 +221,12 @@ def _engine_word(engine: str) -> str | None:
 
 
 def _graph_gap(connection: Connection, run_id: int) -> GraphGap | None:
-    """CUDA graph launches without their nodes' kernels (``tracekit.layers.graphs``, when the
-    layer stage provides it)."""
-    try:
-        from tracekit.layers.graphs import graph_trace_gap  # type: ignore[import-not-found]
-    except ImportError:
-        return None
+    """CUDA graph launches without their nodes' kernels (``tracekit.layers.graphs``)."""
     gap = graph_trace_gap(connection, run_id)
     if gap is None:
         return None
-    return GraphGap(graph_launches=int(gap.graph_launches),
-                    steps_without_kernels=int(getattr(gap, "steps_without_kernels", 0)))
+    return GraphGap(graph_launches=gap.launches_without_kernels,
+                    steps_without_kernels=gap.steps_without_kernels)
 
 
 def _ambiguous_links(connection: Connection, run_id: int) -> dict[str, int]:

@@ -7,6 +7,7 @@ browser history. Every refusal says what the file looked like and what to do ins
 from __future__ import annotations
 
 import gzip
+import re
 import sqlite3
 import zlib
 from dataclasses import dataclass
@@ -92,12 +93,15 @@ def matches(spec: FormatSpec, sniffed: Sniff) -> bool:
         return False
     if detect.magic is not None and not sniffed.head.startswith(detect.magic):
         return False
-    if detect.sqlite_tables or detect.sqlite_any_table:
+    if detect.sqlite_tables or detect.sqlite_any_table or detect.sqlite_table_patterns:
         if sniffed.sqlite_tables is None:
             return False
         if not set(detect.sqlite_tables) <= sniffed.sqlite_tables:
             return False
         if detect.sqlite_any_table and not set(detect.sqlite_any_table) & sniffed.sqlite_tables:
+            return False
+        if not all(any(re.fullmatch(pattern, table) for table in sniffed.sqlite_tables)
+                   for pattern in detect.sqlite_table_patterns):
             return False
     if detect.text_markers and not any(
         marker.encode() in sniffed.text_head[:4096] for marker in detect.text_markers
@@ -157,7 +161,8 @@ def _missing_tables(tables: frozenset[str]) -> str:
 
 def _hint(sniffed: Sniff) -> str:
     return ("tracekit reads Nsight Systems reports (.nsys-rep, .qdstrm, SQLite exports), "
-            "torch profiler traces (.json/.json.gz) and Nsight Compute CSV")
+            "torch profiler traces (.json/.json.gz), rocprofv3 outputs (rocpd .db, JSON, CSV) "
+            "and Nsight Compute CSV")
 
 
 def _looks_binary(data: bytes) -> bool:

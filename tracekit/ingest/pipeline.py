@@ -50,7 +50,7 @@ from tracekit.store.sqlite_files import read_only_uri
 from tracekit.version import __version__
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
-SQLITE_SOURCE_READERS = {"nsys_sqlite"}
+SQLITE_SOURCE_READERS = {"nsys_sqlite", "rocpd_sqlite"}
 
 
 class UnexpectedContent(InputError):

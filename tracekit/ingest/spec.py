@@ -172,12 +172,84 @@ class KinetoStore(_Table, frozen=True):
     gpu_annotations: bool = False
 
 
+class KinetoModules(_Table, frozen=True):
+    """Module frames among the Python frames: the ``cat`` of Python function events and the
+    name prefix of the ones that are ``nn.Module`` calls (kept as ``nvtx_ranges`` kind
+    ``module`` for the layer attribution; the other Python frames are only counted)."""
+
+    categories: Names = ()
+    prefix: str = ""
+
+
 class KinetoMapping(_Table, frozen=True):
     """The mapping of a Kineto trace."""
 
     categories: KinetoCategories
     args: KinetoArgs
     store: KinetoStore = KinetoStore()
+    modules: KinetoModules = KinetoModules()
+
+
+# --- rocprofv3 (readers/rocprof_json.py, rocprof_csv.py, rocpd_sqlite.py) ------------------------
+
+class RocprofMarkers(_Table, frozen=True):
+    """ROCTx operation names (rocprofiler-sdk ``marker/api_id.h``) -> the store's range kinds."""
+
+    push_pop: Names
+    start_end: Names
+    mark: Names
+
+
+class RocprofJsonMapping(_Table, frozen=True):
+    """The mapping of rocprofv3's JSON output (``--output-format json``)."""
+
+    #: the document's top-level key: a list with one object per profiled process
+    top_key: str
+    #: ``agents[].type`` of a GPU (rocprofiler_agent_type_t)
+    gpu_agent_type: int
+    #: kernel symbol fields holding the kernel's name, preferred first (the first non-empty)
+    kernel_name: Names
+    short_name: Names
+    mangled_name: Names
+    #: buffer kind names (``strings.buffer_records[kind].kind``) of the HIP API calls kept as
+    #: runtime calls, and of the ROCTx records kept as ranges
+    hip_kinds: Names
+    marker_kinds: Names
+    markers: RocprofMarkers
+
+
+class RocprofCsvFiles(_Table, frozen=True):
+    """File name endings rocprofv3 gives each CSV output, per role."""
+
+    kernel: Names
+    hip_api: Names
+    marker_api: Names
+    memory_copy: Names
+    agent_info: Names
+
+
+class RocprofCsvMapping(_Table, frozen=True):
+    """The mapping of rocprofv3's CSV outputs (``--output-format csv``, ``rocpd convert``)."""
+
+    files: RocprofCsvFiles
+    #: per role: store field -> candidate header names (compared case-insensitively)
+    columns: dict[str, dict[str, Names]]
+    #: ``Domain`` values of the HIP API calls kept as runtime calls, and of the ROCTx records
+    #: kept as ranges
+    hip_kinds: Names
+    marker_kinds: Names
+
+
+class RocpdMapping(_Table, frozen=True):
+    """The mapping of a rocpd SQLite database (rocprofv3 ``--output-format rocpd``)."""
+
+    #: schema major versions this reader knows (``rocpd_metadata`` tag ``schema_version``)
+    schema_majors: Names
+    #: ``rocpd_event`` categories (``rocpd_string``) of the regions kept as runtime calls and
+    #: as ROCTx ranges (SQL LIKE patterns)
+    hip_categories: Names
+    marker_categories: Names
+    markers: RocprofMarkers
 
 
 # --- the others -------------------------------------------------------------------------------
@@ -198,6 +270,9 @@ MAPPINGS: dict[str, type[_Table]] = {
     "ncu_csv": NcuCsvMapping,
     "kineto_json": KinetoMapping,
     "cupti_jsonl": CuptiMapping,
+    "rocprof_json": RocprofJsonMapping,
+    "rocprof_csv": RocprofCsvMapping,
+    "rocpd_sqlite": RocpdMapping,
     "nsys_rep": NoMapping,
     "qdstrm": NoMapping,
 }
@@ -210,6 +285,8 @@ class DetectTable(_Table, frozen=True):
     gzip_ok: bool = False
     sqlite_tables: Names = ()
     sqlite_any_table: Names = ()
+    #: regexes (re.fullmatch): each must match one table name (tables with generated suffixes)
+    sqlite_table_patterns: Names = ()
     json_any_key: Names = ()
     text_markers: Names = ()
     extensions: Names = ()
@@ -240,6 +317,7 @@ class Detect:
     gzip_ok: bool = False
     sqlite_tables: tuple[str, ...] = ()
     sqlite_any_table: tuple[str, ...] = ()
+    sqlite_table_patterns: tuple[str, ...] = ()
     json_any_key: tuple[str, ...] = ()
     text_markers: tuple[str, ...] = ()
     extensions: tuple[str, ...] = ()
@@ -324,6 +402,7 @@ def parse_spec(file: DataFile, base: DataFile | None = None) -> FormatSpec:
             gzip_ok=detect.gzip_ok,
             sqlite_tables=detect.sqlite_tables,
             sqlite_any_table=detect.sqlite_any_table,
+            sqlite_table_patterns=detect.sqlite_table_patterns,
             json_any_key=detect.json_any_key,
             text_markers=detect.text_markers,
             extensions=detect.extensions,

@@ -142,15 +142,28 @@ class FileState:
 
 
 class TraceRows:
-    """Per-run lookups and stage tables shared by the trace readers (Kineto, CUPTI)."""
+    """Per-run lookups and stage tables shared by the trace readers (Kineto, CUPTI, rocprofv3).
+
+    ``kernel_threads``: the format records the launching thread with each kernel (rocprofv3
+    dispatches carry ``thread_id``); staged kernels then have a last column ``tid``, used
+    when no launch call links the kernel to its thread.
+    """
+
+    kernel_threads = False
 
     def __init__(self, ctx: IngestContext) -> None:
         self.ctx = ctx
         self.connection: Connection = ctx.connection
+        stages = dict(STAGES)
+        if self.kernel_threads:
+            stages["tk_kernel"] = (*STAGES["tk_kernel"], ("tid", "BIGINT"))
         self.stage = {name: StageTable(self.connection, name, columns,
                                        numbered=name in NUMBERED_STAGES)
-                      for name, columns in STAGES.items()}
+                      for name, columns in stages.items()}
         self.kernel_names: dict[str, int] = {}
+        #: short and mangled names by kernel name key, where the format has them
+        self.short_names: dict[int, str | None] = {}
+        self.mangled_names: dict[int, str | None] = {}
         self.api_names: dict[str, int] = {}
         self.process_names: dict[int, str] = {}
         self.thread_names: dict[tuple[int, int], str] = {}
@@ -191,19 +204,23 @@ class TraceRows:
                             state.index * EXTERNAL_STRIDE))
         file_stage.flush()
         run_id = self.ctx.run_id
-        write_rows(self.connection, "kernel_names", ("run_id", "source_key", "name"),
-                   [(run_id, key, name) for name, key in self.kernel_names.items()])
+        write_rows(self.connection, "kernel_names",
+                   ("run_id", "source_key", "name", "short_name", "mangled_name"),
+                   [(run_id, key, name, self.short_names.get(key), self.mangled_names.get(key))
+                    for name, key in self.kernel_names.items()])
         write_rows(self.connection, "api_names", ("run_id", "source_key", "name"),
                    [(run_id, key, name) for name, key in self.api_names.items()])
         params = {"run_id": run_id}
         self.before_finish()
         self.connection.execute(text(
             "CREATE INDEX tk_runtime_link ON tk_runtime (file_index, correlation_id)"))
+        kernel_tid = "COALESCE(l.tid, k.tid)" if self.kernel_threads else "l.tid"
         # each statement copies one kind of record and resolves its links (kernel → launch
         # call → CPU op): one step of the bar each
         with progress.task("linking records", total=len(FINISH_SQL), unit="steps") as task:
             for statement in FINISH_SQL:
-                self.connection.execute(text(statement), params)
+                self.connection.execute(text(statement.replace("{kernel_tid}", kernel_tid)),
+                                        params)
                 task.advance()
         self._write_processes_and_threads()
         self._write_devices()
@@ -317,7 +334,7 @@ FINISH_SQL: tuple[str, ...] = (
               k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.registers,
               k.static_smem, k.smem,
               k.correlation_id, k.external_id + f.external_offset, k.graph_node_id, k.graph_id,
-              COALESCE(l.pid, f.main_pid), l.tid, l.start_ns + f.offset_ns,
+              COALESCE(l.pid, f.main_pid), {{kernel_tid}}, l.start_ns + f.offset_ns,
               l.end_ns + f.offset_ns,
               {_CPU_OP.format(launch="(COALESCE(l.start_ns, k.start_ns) + f.offset_ns)")}
        FROM tk_kernel k JOIN tk_file f ON f.file_index = k.file_index

@@ -27,12 +27,14 @@ COUNT_SQL: dict[str, str] = {
     "processes": "SELECT COUNT(*) FROM processes WHERE run_id = :run_id",
     "threads": "SELECT COUNT(*) FROM threads WHERE run_id = :run_id",
 }
-#: NVTX event kinds, counted together in one pass: ranges, marks, domain creations
-NVTX_COUNTS = ("nvtx_ranges", "nvtx_marks", "nvtx_domains")
+#: NVTX event kinds, counted together in one pass: ranges, marks, domain creations, and the
+#: torch profiler's ``nn.Module`` frames (kind ``module``, kept for the layer attribution)
+NVTX_COUNTS = ("nvtx_ranges", "nvtx_marks", "nvtx_domains", "module_frames")
 NVTX_COUNT_SQL = text_with_lists(
     "SELECT COALESCE(SUM(CASE WHEN kind IN :range_kinds THEN 1 ELSE 0 END), 0), "
     "COALESCE(SUM(CASE WHEN kind = 'mark' THEN 1 ELSE 0 END), 0), "
-    "COALESCE(SUM(CASE WHEN kind = 'domain_create' THEN 1 ELSE 0 END), 0) "
+    "COALESCE(SUM(CASE WHEN kind = 'domain_create' THEN 1 ELSE 0 END), 0), "
+    "COALESCE(SUM(CASE WHEN kind = 'module' THEN 1 ELSE 0 END), 0) "
     "FROM nvtx_ranges WHERE run_id = :run_id", range_kinds=NVTX_RANGE_KINDS)
 NAMES = (*COUNT_SQL, *NVTX_COUNTS)
 

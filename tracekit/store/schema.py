@@ -436,6 +436,9 @@ class LayerTimeRow(Base):
     phase: Mapped[str] = mapped_column(String(16))
     layer: Mapped[str] = mapped_column(String(16))
     source: Mapped[str] = mapped_column(String(16))
+    #: how far the source is trusted (high: module frames, layer ranges; medium: shapes,
+    #: kernel families, inheritance; low: launch counts); NULL for ``unknown``
+    confidence: Mapped[str | None] = mapped_column(String(8))
     launches: Mapped[int] = mapped_column(BigInteger)
     total_ns: Mapped[int] = mapped_column(BigInteger)
     detail: Mapped[str | None] = mapped_column(Text)  # the evidence in words, or why unknown

@@ -2,7 +2,9 @@
 
 Tests, examples and benchmarks need traces whose truth is known without a GPU. A scenario
 names ranks (process, thread, GPU), and per rank a sequence of steps; each step is an NVTX
-range (or none) around kernel launches, optionally replayed as one CUDA graph. The builder
+range (or none) around kernel launches, optionally replayed as one CUDA graph (recorded node
+by node, as ``--cuda-graph-trace=node`` does, or as the graph launch alone). A kernel may
+carry NVTX ranges of its own, pushed around each of its launches (layer markers). The builder
 lays the launches out in CPU time, places each kernel on the GPU after its launch, and writes
 the rows an nsys 2022.4 export would hold: StringIds, CUPTI_ACTIVITY_KIND_RUNTIME/KERNEL,
 NVTX_EVENTS, TARGET_INFO_GPU, PROCESSES, ThreadNames.
@@ -28,6 +30,8 @@ LAUNCH_API = "cudaLaunchKernel_v7000"
 GRAPH_API = "cudaGraphLaunch_v10000"
 NVTX_PUSH_POP = 59
 NVTX_DOMAIN_CREATE = 75
+#: CPU time between the pushes (and the pops) of nested ranges around one launch
+RANGE_STEP_NS = 100
 
 
 @dataclass
@@ -41,6 +45,9 @@ class KernelSpec:
     grid: tuple[int, int, int] = (132, 1, 1)
     block: tuple[int, int, int] = (128, 1, 1)
     short_name: str | None = None
+    #: NVTX range texts pushed around each launch, outermost first (not in graph replays,
+    #: whose launches are the graph's)
+    ranges: tuple[str, ...] = ()
 
 
 @dataclass
@@ -52,6 +59,9 @@ class StepSpec:
     graph: bool = False
     domain: str | None = None
     repeat: int = 1
+    #: False: the graph replay is recorded as nsys's default ``--cuda-graph-trace=graph``
+    #: records it, the cudaGraphLaunch call and none of the kernels it ran
+    graph_nodes: bool = True
 
 
 @dataclass
@@ -93,6 +103,7 @@ class Scenario:
                     graph=bool(step.get("graph", False)),
                     domain=step.get("domain"),
                     repeat=int(step.get("repeat", 1)),
+                    graph_nodes=bool(step.get("graph_nodes", True)),
                 )
                 for step in rank.get("steps", [])
             ]
@@ -105,7 +116,7 @@ class Scenario:
 
 
 def _tuples(kernel: dict[str, Any]) -> dict[str, Any]:
-    return {key: tuple(kernel[key]) for key in ("grid", "block") if key in kernel}
+    return {key: tuple(kernel[key]) for key in ("grid", "block", "ranges") if key in kernel}
 
 
 def schema_sql() -> str:
@@ -176,20 +187,31 @@ def _layout_rank(rank: RankSpec, scenario: Scenario, strings: _Strings, rows: _R
                 name_id = strings(kernel.name)
                 short_id = strings(kernel.short_name or kernel.name.split("<")[0].split("(")[0])
                 for _ in range(kernel.count):
+                    opened: list[int] = []
                     if step.graph:
                         launch_at = cpu
                         node: int | None = graph_node
                         graph_node += 1
                     else:
+                        for _text in kernel.ranges:
+                            opened.append(cpu)
+                            cpu += RANGE_STEP_NS
                         correlation += 1
                         launch_at = cpu
                         rows.runtime.append((cpu, cpu + scenario.launch_cpu_ns, 0, tid,
                                              correlation, strings(LAUNCH_API)))
                         cpu += scenario.launch_cpu_ns + scenario.launch_gap_ns
                         node = None
+                        for range_start, range_text in reversed(list(zip(
+                                opened, kernel.ranges, strict=True))):
+                            rows.nvtx.append((range_start, cpu, NVTX_PUSH_POP, None, range_text,
+                                              tid, 0))
+                            cpu += RANGE_STEP_NS
                     begin = max(gpu_free.get(kernel.stream, 0), launch_at + scenario.gpu_lag_ns)
                     end = begin + kernel.duration_ns
                     gpu_free[kernel.stream] = end
+                    if step.graph and not step.graph_nodes:
+                        continue  # a graph-level trace: the replay's kernels are not recorded
                     rows.kernels.append((
                         begin, end, rank.device, 1, kernel.stream, correlation, gpid, name_id,
                         short_id, None, 1, 0, 32, *kernel.grid, *kernel.block, 0, 0, 0, 0,

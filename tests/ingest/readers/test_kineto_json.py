@@ -358,3 +358,59 @@ def test_real_events_written_as_a_bare_list_are_claimed_and_read_alike(
     [(count, total)] = query(store_path, "SELECT COUNT(*), SUM(end_ns - start_ns) FROM kernels "
                              "WHERE run_id = ?", run)
     assert (count, total) == (truth["kernels"], truth["kernel_ns"])
+
+
+def test_module_frames_are_kept_and_other_python_frames_counted(tmp_path, store_path):
+    """``nn.Module: <Class>_<n>`` Python frames become nvtx_ranges kind 'module' on their
+    thread, verbatim; the other Python frames (and odd names) are only counted."""
+    frame = {"ph": "X", "cat": "python_function", "pid": 5, "tid": 6}
+    events = [
+        {**frame, "name": "nn.Module: LlamaAttention_0", "ts": 10, "dur": 30},
+        {**frame, "name": "nn.Module: Linear_3", "ts": 12.5, "dur": 5},
+        {**frame, "name": "torch/nn/modules/module.py(1762): _call_impl", "ts": 12, "dur": 6},
+        {**frame, "name": 17, "ts": 13, "dur": 1},  # a name that is no string
+        {**frame, "name": "nn.Module: Broken_0", "ts": None, "dur": 1},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 6,
+         "ts": 13, "dur": 1, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+         "pid": 0, "tid": 7, "ts": 20, "dur": 4, "args": {"correlation": 1, "device": 0,
+                                                          "stream": 7}},
+    ]
+    trace = write_trace(tmp_path / "modules.json", events)
+    run = ingest_into(store_path, trace)
+    frames = query(store_path, "SELECT text, start_ns, end_ns, global_tid, global_pid "
+                   "FROM nvtx_ranges WHERE kind = 'module' ORDER BY start_ns")
+    assert frames == [("nn.Module: LlamaAttention_0", 10_000, 40_000, 6, 5),
+                      ("nn.Module: Linear_3", 12_500, 17_500, 6, 5)]
+    counts = dict(query(store_path, "SELECT name, count FROM run_counts WHERE run_id = ?",
+                        run))
+    assert counts["module_frames"] == 2 and counts["nvtx_ranges"] == 0
+    meta = json.loads(query(store_path, "SELECT meta_json FROM runs")[0][0])
+    assert meta["categories"]["python_function"] == 5
+
+
+def test_module_frames_of_the_event_by_event_path(tmp_path, store_path):
+    """A chunk with metadata events is handled one event at a time: module frames are kept
+    the same way there."""
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 5, "args": {"name": "python3"}},
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Qwen2MLP_0", "pid": 5,
+         "tid": 5, "ts": 1, "dur": 9},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 4,
+         "args": {"correlation": 1, "device": 0, "stream": 7}},
+    ]
+    trace = write_trace(tmp_path / "modules.json", events)
+    ingest_into(store_path, trace)
+    assert query(store_path, "SELECT text FROM nvtx_ranges WHERE kind = 'module'") == [
+        ("nn.Module: Qwen2MLP_0",)]
+
+
+def test_b200_module_frames_match_a_direct_count(shared_trace, store_path):
+    path = shared_trace(B200)
+    events = raw_truth(path)["document"]["traceEvents"]
+    truth = sorted(e["name"] for e in events if e.get("cat") == "python_function"
+                   and e["name"].startswith("nn.Module: "))
+    ingest_into(store_path, path)
+    stored = [name for (name,) in query(store_path, "SELECT text FROM nvtx_ranges "
+                                        "WHERE kind = 'module' ORDER BY text")]
+    assert stored == truth and len(truth) == 436

@@ -4,8 +4,9 @@ Kineto traces reach gigabytes, so the file is never loaded whole. The events arr
 into chunks of a few MiB of whole events (``json_chunks``: cuts at a ``{`` after a newline or
 a comma, each verified by the parse itself) and each chunk is decoded by msgspec into typed
 records holding only the fields and args this reader uses (``kineto_events``); on a real
-vLLM trace most events are ``python_function`` frames that are only counted, and most bytes
-are args nobody reads. Counting categories and picking the events with a role happen in C
+vLLM trace most events are ``python_function`` frames that are only counted (but for the
+``nn.Module`` frames among them, picked by name in C and kept for the layer attribution), and
+most bytes are args nobody reads. Counting categories and picking the events with a role happen in C
 (``map``, ``Counter``, ``compress``); CPU ops and runtime calls, the bulk of what is kept,
 become rows a column at a time. A layout that cannot be cut (no element boundary within
 ``json_chunks.GROW_LIMIT``, an events array that is not at the top of the first bytes, an
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
-from operator import attrgetter
+from operator import attrgetter, methodcaller
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -146,6 +147,9 @@ class KinetoReader(TraceRows):
         self.flows = 0
         self.pending: dict[tuple[Any, Any, Any], list[Any]] = {}
         self.store_gpu_ranges = mapping.store.gpu_annotations
+        self.module_cats = frozenset(mapping.modules.categories)
+        self.module_prefix = mapping.modules.prefix
+        self.module_frames = 0
         self.last_thread: tuple[Any, Any] = (None, None)
         self.types_cache: dict[tuple[Any, ...], str] = {}
         self.handlers = {
@@ -292,6 +296,8 @@ class KinetoReader(TraceRows):
             self._cpu_ops(state, batches["cpu_op"])
         if batches["api"]:
             self._apis(state, batches["api"])
+        if self.module_cats and not self.module_cats.isdisjoint(counts):
+            self._module_frames(state, events, cats)
 
     def _handle(self, state: FileState, event: Any) -> None:
         cat = event.cat
@@ -299,6 +305,8 @@ class KinetoReader(TraceRows):
         if role is None:
             if event.ph == "M":
                 self._metadata(event)
+            elif type(cat) is str and cat in self.module_cats:
+                self._module_frames(state, [event], [cat])
             self.categories[str(cat or event.ph or "?")] += 1
             return
         self.categories[cat] += 1  # type: ignore[index]  # cat is a str here
@@ -449,6 +457,28 @@ class KinetoReader(TraceRows):
         self.stage["tk_cpu_op"].extend(list(zip(
             repeat(state.index), names, starts, ends, externals, tids, pids, types, dims,
             strict=False)))
+
+    def _module_frames(self, state: FileState, events: list[Any], cats: list[Any]) -> None:
+        """The ``nn.Module`` frames among a chunk's Python frames → ``nvtx_ranges`` kind
+        ``module``. Picked in C (the category, then the name prefix); only the frames kept
+        (a few percent of the Python frames) become rows."""
+        frames = list(compress(events, map(self.module_cats.__contains__, cats)))
+        names = list(map(_EVENT_NAME, frames))
+        try:
+            keep = list(map(methodcaller("startswith", self.module_prefix), names))
+        except (AttributeError, TypeError):  # a name that is not a string: one by one
+            keep = [type(name) is str and name.startswith(self.module_prefix)
+                    for name in names]
+        frames = [event for event in compress(frames, keep)
+                  if event.ph == "X" and event.ts is not None]
+        if not frames:
+            return
+        self.module_frames += len(frames)
+        pids, tids = self._cpu_ids_of(Counter(), frames)
+        starts, ends = self._times_of(frames)
+        self.stage["tk_range"].extend(list(zip(
+            repeat(state.index), repeat("module"), starts, ends, map(_EVENT_NAME, frames),
+            repeat(None), tids, pids, strict=False)))
 
     def _apis(self, state: FileState, events: list[Any]) -> None:
         """The rows of a chunk's runtime and driver calls, in file order (``_api`` for many)."""

@@ -177,7 +177,7 @@ def _run_counts(counts: dict[str, int], processes: int, threads: int,
     known = {"kernels": counts.get("kernels", 0), "kernel_names": counts.get("kernel_names", 0),
              "runtime_calls": counts.get("runtime_calls", 0),
              "memory_ops": counts.get("memory_ops", 0), "cpu_ops": 0,
-             "processes": processes, "threads": threads}
+             "processes": processes, "threads": threads, "module_frames": 0}
     if not has_nvtx:
         known.update(nvtx_ranges=0, nvtx_marks=0, nvtx_domains=0)
     elif nvtx_kinds is not None:

@@ -3,6 +3,10 @@ layer_verdicts (each layer group judged per phase against what its own layers de
 
 Both tables are derived: a later analysis of a stored run fills them.
 
+Runs ingested from now on may hold the torch profiler's ``nn.Module`` frames (``nvtx_ranges``
+kind ``module``), counted in ``run_counts`` as ``module_frames``; the runs already stored were
+read by a reader that kept none, so their count is 0.
+
 Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-01
@@ -27,6 +31,7 @@ def upgrade() -> None:
     sa.Column('phase', sa.String(length=16), nullable=False),
     sa.Column('layer', sa.String(length=16), nullable=False),
     sa.Column('source', sa.String(length=16), nullable=False),
+    sa.Column('confidence', sa.String(length=8), nullable=True),
     sa.Column('launches', sa.BigInteger(), nullable=False),
     sa.Column('total_ns', sa.BigInteger(), nullable=False),
     sa.Column('detail', sa.Text(), nullable=True),
@@ -57,8 +62,12 @@ def upgrade() -> None:
     with op.batch_alter_table('layer_verdicts', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_layer_verdicts_run_id'), ['run_id'], unique=False)
 
+    op.execute("INSERT INTO run_counts (run_id, name, count) "
+               "SELECT DISTINCT run_id, 'module_frames', 0 FROM run_counts")
+
 
 def downgrade() -> None:
+    op.execute("DELETE FROM run_counts WHERE name = 'module_frames'")
     with op.batch_alter_table('layer_verdicts', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_layer_verdicts_run_id'))
     op.drop_table('layer_verdicts')
