@@ -1,7 +1,7 @@
-"""The layout promises of docs/architecture.md#dependencies-between-packages and the README's
-*Where things live*: data folders hold data, every command has help, the README quick start is
-two commands and CI runs the README's test command; the packages depend on each other only as
-the architecture's layers allow (``lint-imports``)."""
+"""The layout promises of docs/architecture.md#dependencies-between-packages and docs/README.md:
+data folders hold data, every command has help, the README quick start is two commands and CI
+runs the README's test command; the packages depend on each other only as the architecture's
+layers allow (``lint-imports``)."""
 
 from __future__ import annotations
 
