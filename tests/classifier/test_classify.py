@@ -29,13 +29,22 @@ CORPUS_NAMES = [
         "scaled_mm_kernel",
         "BatchDecodeWithPagedKVCacheKernel",
         "nvjet_sm90_…",
-        "void marlin_moe_wna16::Marlin<1125899906909960l, 56294995348…",
+        "void marlin_moe_wna16::Marlin<11258999069…",
+        "void marlin::Marlin<(long)1125899906909952, (long)11258999…",
     ],
 )
 def test_names_that_do_not_decide_are_unknown_with_a_reason(name):
     result = classify_name(name, RULESET)
     assert result.path == "unknown"
     assert result.reason and result.confidence == "low"
+
+
+def test_a_marlin_name_cut_after_a_16_bit_activation_id_is_weight_only():
+    """Marlin takes only 4/8-bit and FP8/FP4 weights: once the activation id is whole and
+    16-bit, the cut weight id cannot change the path (an INT8 activation id, W4A8, can)."""
+    result = classify_name("void marlin_moe_wna16::Marlin<1125899906909960l, 56294995348…", RULESET)
+    assert (result.path, result.activations, result.rule) == ("weight_only", "bf16",
+                                                             "marlin-weight-cut")
 
 
 def test_results_keep_input_order_and_duplicates():

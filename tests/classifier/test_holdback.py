@@ -1,30 +1,50 @@
 """The hold-back names (tests/corpus/holdback/): real names the rules were not tuned on.
 
-They score the rules the way a user's trace would, and the corpus test never reads them. The
-floor below is the first measured score (tests/corpus/holdback/README.md); no confident wrong
-answer is allowed at all. Raise the floor when the rules improve on new families; never tune a
-rule on these names without saying so in that README.
+They score the rules the way a user's trace would, and the corpus test never reads them. Each
+file is a hold-back of its own, collected after the rules it scores were written
+(tests/corpus/holdback/README.md says from where): ``holdback.jsonl`` the first (34 names, 31
+left after its three misses were fixed and moved to the corpus), ``holdback_2.jsonl`` the
+second (158 names from twelve sources no rule or corpus entry had used). The floors below are
+the measured scores; no confident wrong answer is allowed at all. Raise a floor when the rules
+improve on new families; a rule changed for a hold-back name makes that name seen: move it to
+tests/corpus/ and say so in the README.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from tests.support import paths
 from tracekit.classifier import classify_names, load_ruleset
 from tracekit.classifier.corpus import load_corpus, score
 
 HOLDBACK = paths.CORPUS / "holdback"
-#: the first measured right-path rate (31 of 34); the project's target is 97 %
-RIGHT_RATE_FLOOR = 0.91
+#: file -> (at least this many names, the measured right-path rate as the floor)
+MEASURED = {
+    "holdback.jsonl": (31, 1.00),
+    "holdback_2.jsonl": (150, 0.86),
+}
+RULESET = load_ruleset(use_env=False)
+CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
 
 
-def test_the_holdback_names_are_never_answered_with_a_wrong_path():
-    ruleset = load_ruleset(use_env=False)
-    entries = load_corpus([HOLDBACK], ruleset.operand_types)
-    assert len(entries) >= 34
-    corpus = {e.name for e in load_corpus([paths.CORPUS], ruleset.operand_types)}
-    assert not corpus & {e.name for e in entries}, "a hold-back name is in the tuned corpus"
-    result = score(entries, classify_names([e.name for e in entries], ruleset))
+def test_every_holdback_file_has_a_measured_floor():
+    assert {f.name for f in HOLDBACK.glob("*.jsonl")} == set(MEASURED)
+
+
+@pytest.mark.parametrize("file", sorted(MEASURED))
+def test_the_holdback_names_are_never_answered_with_a_wrong_path(file):
+    least, floor = MEASURED[file]
+    entries = load_corpus([HOLDBACK / file], RULESET.operand_types)
+    assert len(entries) >= least
+    assert not CORPUS_NAMES & {e.name for e in entries}, "a hold-back name is in the tuned corpus"
+    result = score(entries, classify_names([e.name for e in entries], RULESET))
     wrong = [f"{e.path} -> {a.path} [{a.rule}] {e.name}" for e, a in result.confident_wrong]
     assert not wrong, "confident wrong answers on the hold-back:\n" + "\n".join(wrong)
-    assert result.total.right_rate >= RIGHT_RATE_FLOOR, "\n".join(
+    assert result.total.right_rate >= floor, "\n".join(
         f"{e.path} -> {a.path} [{a.rule}] {e.name}" for e, a in result.misses)
+
+
+def test_the_holdback_files_share_no_name():
+    first, second = (load_corpus([HOLDBACK / f], RULESET.operand_types) for f in sorted(MEASURED))
+    assert not {e.name for e in first} & {e.name for e in second}

@@ -75,6 +75,8 @@ class FindingRules:
     outcomes: dict[str, dict[str, str]] = field(default_factory=dict)
     #: layer group → how it reads in a sentence ("the MoE experts")
     layer_words: dict[str, str] = field(default_factory=dict)
+    #: how a phase opens a sentence, when not by its word (``whole_run``: a run without steps)
+    phase_words: dict[str, str] = field(default_factory=dict)
 
     def library(self, slug: str) -> str:
         """How a classification's library slug reads in a message ("marlin" → "Marlin")."""
@@ -154,4 +156,5 @@ def load_rules() -> FindingRules:
         library_names={str(k): str(v) for k, v in data.get("library_names", {}).items()},
         outcomes=outcomes,
         layer_words=layer_words,
+        phase_words={str(k): str(v) for k, v in data.get("phase_words", {}).items()},
     )

@@ -32,13 +32,21 @@ def gpu_fields(ctx: FindingContext) -> dict[str, str]:
     return {"gpu": gpu, "arch": arch}
 
 
+def phase_words(phase: str, ctx: FindingContext, rules: FindingRules) -> str:
+    """How a phase opens its sentence: its word, or — for a run with no steps at all (a
+    training job, a plain script) — the words saying the whole run is judged as one."""
+    if phase == "unattributed" and not ctx.marker_steps and not ctx.heuristic_steps:
+        return rules.phase_words.get("whole_run", phase)
+    return rules.phase_words.get(phase, phase)
+
+
 def verdict_fields(phase: str, rows: Sequence[LayerVerdict], ctx: FindingContext,
                    rules: FindingRules, *, state: str = "") -> dict[str, Any]:
     """The template fields of a sentence about ``rows`` (cells of one phase): ``subject``,
     ``share``, ``observed``, ``detail``, ``declarer``, ``declared``, ``native``, ``gpu``,
     ``arch``, and ``expected``/``kernels`` of the expected path."""
     decl = ctx.declaration
-    fields: dict[str, Any] = {"phase": phase, **gpu_fields(ctx)}
+    fields: dict[str, Any] = {"phase": phase_words(phase, ctx, rules), **gpu_fields(ctx)}
     if decl is not None:
         fields["declarer"] = ("--expect states" if decl.method == "expect"
                               else "the checkpoint declares")
