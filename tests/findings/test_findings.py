@@ -642,7 +642,7 @@ def test_heuristic_and_missing_phases(store: Store) -> None:
     )
     findings, verdict = judge(store, missing, W4A4)
     assert "phases-missing" in rules_of(findings)
-    assert verdict.startswith("whole run (no inference steps):")
+    assert verdict.startswith("whole run (no inference steps):")  # no steps at all
     marked = make_run(store, kernels, marker_steps=3)
     assert not {"phases-heuristic", "phases-missing"} & rules_of(judge(store, marked, W4A4)[0])
 
