@@ -24,8 +24,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tracekit.errors import TracekitError
-
-__version__ = "0.1.0"
+from tracekit.version import __version__
 
 #: data folders a wheel installs as subpackages (pyproject ``package-dir``)
 DATA_PACKAGES = ("parsers", "rules")

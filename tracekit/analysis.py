@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from tracekit import judgements
+from tracekit import judgements, progress
 from tracekit.ingest.pipeline import IngestResult, ingest
 from tracekit.report.document import build_document
 from tracekit.store.db import Store
@@ -140,6 +140,18 @@ def analyze(store: Store, paths: Sequence[Path], options: AnalysisOptions, *,
     return AnalysisResult(ingested.run_id, ingested.existing, document, notes)
 
 
+#: the derived stages as the progress bar names them, in the order they run
+STAGES = {"gpu": "the run's GPU", "classify": "classifying kernel names",
+          "phases": "prefill and decode steps", "groups": "summing records per name",
+          "layers": "layer groups", "findings": "judging against the declaration",
+          "report": "the analysis document"}
+
+
+def _next(task: progress.Task, run_id: int, stage: str) -> None:
+    task.advance()
+    task.update(description=f"run {run_id}: {STAGES[stage]}")
+
+
 def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                ingest_steps: IngestTimeSteps | None = None) -> dict[str, Any]:
     """Classification, phases and findings for one run, in one transaction.
@@ -164,7 +176,9 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
     in_background = ingest_steps is not None and ingest_steps.attributed \
         and store.shared_by_connections
     groups = GroupsInBackground(store, run_id) if in_background else nullcontext()
-    with groups, store.begin() as connection:
+    with groups, store.begin() as connection, \
+            progress.task(f"run {run_id}: the run's GPU", total=len(STAGES),
+                          unit="steps") as task:
         if store.is_postgres:
             # One judgement of a run at a time: several `analyze --job` processes adding
             # ranks to one run each judge it again (SQLite's write lock does this itself).
@@ -177,19 +191,25 @@ def run_stages(store: Store, run_id: int, options: AnalysisOptions, *,
                 "UPDATE runs SET engine = COALESCE(:engine, engine), "
                 "model_label = COALESCE(:model, model_label) WHERE id = :run_id"),
                 {"engine": options.engine, "model": expectations.model_label, "run_id": run_id})
+        _next(task, run_id, "classify")
         classify_run(connection, run_id, ruleset)
+        _next(task, run_id, "phases")
         phases = attribute_phases(connection, run_id, ingest=ingest_steps)
+        _next(task, run_id, "groups")
         if isinstance(groups, GroupsInBackground) and not phases.kernels_rewritten:
             write_kernel_groups(connection, run_id, groups.rows())
         else:
             refresh_kernel_groups(connection, run_id)
+        _next(task, run_id, "layers")
         attribute_layers(connection, run_id, expectations.shape)
+        _next(task, run_id, "findings")
         evaluate_run(connection, run_id, declaration=expectations.declaration,
                      log_evidence=expectations.log_evidence,
                      unknown_threshold=options.unknown_threshold, engine=options.engine,
                      model_error=getattr(expectations, "model_error", None))
         rank_findings(connection, run_id)
         judgements.remember(connection, run_id, options)
+        _next(task, run_id, "report")
         document = build_document(connection, run_id)
     document["warnings"] = [*options.warnings, *expectations.warnings, *run_gpu.warnings]
     return document

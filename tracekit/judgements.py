@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, text
 
-if TYPE_CHECKING:
-    from tracekit.analysis import AnalysisOptions
+#: ``tracekit.analysis.AnalysisOptions`` (a dataclass with the fields of ``OPTIONS``); not
+#: imported: the analysis imports this module
+AnalysisOptions = TypeVar("AnalysisOptions")
 
 #: option field → how the notes name it
 OPTIONS = {"model": "--model", "expect": "--expect", "gpu": "--gpu", "logs": "--log",
@@ -44,7 +45,7 @@ LIST_FIELDS = frozenset({"logs", "rules_dirs"})
 SAME_SLOT = {"model": ("expect",), "expect": ("model",)}
 
 
-def as_record(options: AnalysisOptions) -> dict[str, Any]:
+def as_record(options: Any) -> dict[str, Any]:
     """The expectations of ``options`` as JSON values (paths absolute, unset ones left out)."""
     record: dict[str, Any] = {}
     for field in OPTIONS:
@@ -84,7 +85,8 @@ def recall(previous: dict[str, Any], options: AnalysisOptions, *, fresh: bool = 
             if field in OPTIONS and field not in slots}
     replaced = [field for field in sorted(slots) if field in previous
                 and previous[field] != given.get(field)]
-    completed = replace(options, **{field: _value(field, value) for field, value in kept.items()})
+    completed = replace(options,  # type: ignore[type-var]  # a dataclass, by contract
+                        **{field: _value(field, value) for field, value in kept.items()})
     notes = []
     if kept:
         notes.append("kept from the earlier judgement: " + "; ".join(
@@ -95,13 +97,13 @@ def recall(previous: dict[str, Any], options: AnalysisOptions, *, fresh: bool = 
     return completed, notes
 
 
-def same(previous: dict[str, Any], options: AnalysisOptions) -> bool:
+def same(previous: dict[str, Any], options: Any) -> bool:
     """Whether ``options`` (as completed by ``recall``) judge exactly as the stored
     judgement did: then there is nothing to judge again."""
     return {k: v for k, v in previous.items() if k in OPTIONS} == as_record(options)
 
 
-def remember(connection: Connection, run_id: int, options: AnalysisOptions) -> None:
+def remember(connection: Connection, run_id: int, options: Any) -> None:
     """Record the judgement's expectations in the run's meta (inside its transaction)."""
     meta_json = connection.execute(text("SELECT meta_json FROM runs WHERE id = :r"),
                                    {"r": run_id}).scalar()

@@ -124,6 +124,10 @@ def test_every_summary_table_equals_the_document(analyzed: dict[str, Any]) -> No
     assert list(names["total_ns"]) == [entry["total_ns"] for entry in document["kernels"]]
     assert list(names["path"]) == [entry["path"] for entry in document["kernels"]]
     assert names["share"].sum() == pytest.approx(1.0)
+    # names, ops, paths and phases are categoricals, as the README says
+    for column in ("name", "op", "path", "evidence", "confidence"):
+        assert names[column].dtype == "category", column
+    assert names["convolution"].dtype == bool and not names["convolution"].any()
     launchers = run.launchers()
     assert launchers.to_dict("records") == document["launchers"]
     findings = run.findings()

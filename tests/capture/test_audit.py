@@ -158,7 +158,7 @@ def test_audit_returns_the_commands_exit_code_and_still_analyzes(tmp_path: Path,
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and record["exit_code"] == 3
     assert "run_id" in record["analysis"]
-    assert "engine says hello" in out and "NVTX ranges 5" in out
+    assert "engine says hello" in out and "5 NVTX ranges" in out
     assert f"run folder: {run_dir.resolve()}" in err
     assert len(stored_ranges(store)) == 5
     assert_nothing_left(run_dir)

@@ -11,6 +11,7 @@ import pytest
 from tests.ingest.test_merge import START_UTC_NS, nsys_rank
 from tracekit.errors import InputError
 from tracekit.ingest.parts import MAX_WORKERS, read_parts, worker_count
+from tracekit.ingest.pipeline import ingest_file
 
 
 def test_worker_count_is_the_cores_at_most_one_per_file_and_the_attach_limit():
@@ -23,7 +24,7 @@ def test_worker_count_is_the_cores_at_most_one_per_file_and_the_attach_limit():
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_parts_describe_their_file(tmp_path: Path, jobs: int) -> None:
     paths = [nsys_rank(tmp_path / f"rank{r}.sqlite", r, host="node7") for r in range(3)]
-    with read_parts(paths, jobs=jobs) as parts:
+    with read_parts(paths, ingest_file, jobs=jobs) as parts:
         assert [part.index for part in parts] == [0, 1, 2]
         assert [part.path for part in parts] == paths
         scratches = {part.scratch for part in parts}
@@ -44,7 +45,8 @@ def test_a_worker_error_is_the_files_one_line(tmp_path: Path) -> None:
     good = nsys_rank(tmp_path / "rank0.sqlite", 0)
     bad = tmp_path / "rank1.sqlite"
     bad.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
-    with pytest.raises(InputError, match="rank1.sqlite"), read_parts([good, bad], jobs=2):
+    with pytest.raises(InputError, match="rank1.sqlite"), \
+            read_parts([good, bad], ingest_file, jobs=2):
         pass
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, text
 
@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     import pandas as pd
     from plotly.graph_objects import Figure
 
-    from tracekit.api.store import RunStore
+    from tracekit.store.db import Store
+
+
+class RunsStore(Protocol):
+    """What a Run needs of its store (``tracekit.api.store.RunStore`` is the one there is): its
+    URL as messages name it, and the store opened read-only. A protocol, so that this module
+    and the store's, which makes Runs, do not import each other."""
+
+    url: str
+
+    def reader(self) -> Store: ...
 
 
 class Run:
@@ -33,7 +43,7 @@ class Run:
     nanoseconds (``*_ns``); names, ops, paths and phases are pandas categoricals.
     """
 
-    def __init__(self, store: RunStore, run_id: int, *, warnings: Sequence[str] | None = None,
+    def __init__(self, store: RunsStore, run_id: int, *, warnings: Sequence[str] | None = None,
                  existing: bool = False) -> None:
         self.store = store
         self.id = int(run_id)

@@ -18,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-import tracekit
 from tracekit.capture import backends
 from tracekit.capture.engines import (
     EnginePreset,
@@ -44,6 +43,7 @@ from tracekit.capture.ncu import NcuSettings
 from tracekit.capture.nsys import NsysSettings
 from tracekit.capture.workload import Driver, LoadSpec, WorkloadReport
 from tracekit.errors import InputError
+from tracekit.version import __version__
 
 #: exit statuses of a command that ended because tracekit sent it SIGINT/SIGTERM/SIGKILL
 STOPPED_BY_US = (130, 143, 137)
@@ -182,7 +182,7 @@ def base_record(settings: AuditSettings, capture: backends.CapturePlan,
         "tracekit_run": 1,
         "status": "running",
         "run_dir": str(run_dir),
-        "tracekit_version": tracekit.__version__,
+        "tracekit_version": __version__,
         "backend": capture.backend,
         "tool": {"name": capture.backend, "path": capture.tool, "version": capture.tool_version},
         "engine": preset.name if preset else None,

@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from tracekit import __version__
 from tracekit.errors import TracekitError
+from tracekit.version import __version__
 
 #: command name -> "module:attribute" under tracekit.cli
 COMMANDS: dict[str, str] = {

@@ -67,6 +67,7 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
     Example:
       tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
     """
+    from tracekit import progress
     from tracekit.analysis import AnalysisOptions, check_inputs
     from tracekit.analysis import analyze as run_analysis
     from tracekit.expect.context import load_expectations
@@ -91,7 +92,13 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
             fail(f"{problems[0]} (--fail-on needs every --model/--expect/--gpu/--log to be "
                  "readable)")
     store = open_for(store_url, write=True)
-    result = run_analysis(store, list(files), options, gathered=gathered)
+    with progress.shown(machine_output=as_json):
+        result = run_analysis(store, list(files), options, gathered=gathered)
+        if html_path is not None:
+            from tracekit.report.html import write_html
+
+            with progress.task("writing the HTML report"):
+                write_html(result.document, store, result.run_id, html_path)
     document = result.document
     for warning in document.get("warnings", []):
         click.echo(f"tracekit: warning: {warning}", err=True)
@@ -103,9 +110,6 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
         click.echo(f"tracekit: {files[0]} is already in the store as run {result.run_id}; "
                    f"{what}", err=True)
     if html_path is not None:
-        from tracekit.report.html import write_html
-
-        write_html(document, store, result.run_id, html_path)
         click.echo(f"tracekit: report written to {html_path}", err=True)
     if as_json:
         print_json(document)

@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.store.sql import insert_rows
 from tracekit.store.sqlite_files import lenient_text, read_only_uri
 
 #: rows per multi-row insert (or COPY) into the store: big enough that the per-statement cost
@@ -143,22 +144,3 @@ def mirror_table(connection: sqlite3.Connection, table: str, columns: Sequence[s
 def _postgres_text(value: bytes) -> str:
     """As ``lenient_text``, and NUL (which PostgreSQL text cannot hold) becomes U+2400 ␀."""
     return lenient_text(value).replace("\x00", "\u2400")
-
-
-def insert_rows(connection: Connection, table: str, columns: Sequence[str],
-                rows: Sequence[Sequence[Any]]) -> None:
-    """Insert many rows at once: COPY on PostgreSQL (psycopg 3), executemany elsewhere."""
-    if not rows:
-        return
-    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
-        raw = connection.connection.dbapi_connection
-        with raw.cursor() as cursor:  # type: ignore[union-attr]
-            with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        return
-    placeholders = ", ".join(f":c{index}" for index in range(len(columns)))
-    statement = text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})")
-    connection.execute(
-        statement, [{f"c{i}": value for i, value in enumerate(row)} for row in rows]
-    )

@@ -42,7 +42,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit import __version__
+from tracekit.version import __version__
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier, insert_rows
 from tracekit.ingest.jobs import HINT, FileIdentity, refusal

@@ -21,7 +21,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -93,12 +93,19 @@ def worker_count(jobs: int | None, files: int) -> int:
     return max(1, min(wanted, files, MAX_WORKERS))
 
 
+#: how a worker reads one file into its scratch store: the single-file ingest
+#: (``tracekit.ingest.pipeline.ingest_file``, handed in: the pipeline imports this module)
+ReadOne = Callable[..., Any]
+
+
 @contextmanager
-def read_parts(paths: Sequence[Path], *, jobs: int | None = None,
+def read_parts(paths: Sequence[Path], read_one: ReadOne, *, jobs: int | None = None,
                allow_no_kernels: bool = False, work_dir: Path | None = None
                ) -> Iterator[list[Part]]:
-    """Read ``paths`` in parallel into scratch stores; yields the parts in input order and
-    removes the scratch files when the block ends (after the store's transaction took them).
+    """Read ``paths`` in parallel into scratch stores with ``read_one(store, path,
+    allow_no_kernels=…, work_dir=…)`` (its result's ``run_id`` is the part's run); yields
+    the parts in input order and removes the scratch files when the block ends (after the
+    store's transaction took them).
 
     An error reading any file (one ``InputError`` line naming it) stops the others.
     """
@@ -109,19 +116,20 @@ def read_parts(paths: Sequence[Path], *, jobs: int | None = None,
     workers = worker_count(jobs, len(tasks))
     try:
         if workers == 1:
-            _start_worker(str(scratch_dir))
+            _start_worker(str(scratch_dir), read_one)
             try:
                 parts = [read_part(task) for task in tasks]
             finally:
                 _stop_worker()
         else:
-            parts = _in_workers(tasks, workers, scratch_dir)
+            parts = _in_workers(tasks, workers, scratch_dir, read_one)
         yield parts
     finally:
         shutil.rmtree(scratch_dir, ignore_errors=True)
 
 
-def _in_workers(tasks: list[PartTask], workers: int, scratch_dir: Path) -> list[Part]:
+def _in_workers(tasks: list[PartTask], workers: int, scratch_dir: Path, read_one: ReadOne
+                ) -> list[Part]:
     """The tasks on a pool of worker processes, results in task order.
 
     Workers are forked: a forked worker starts at once with tracekit imported, and never
@@ -133,7 +141,8 @@ def _in_workers(tasks: list[PartTask], workers: int, scratch_dir: Path) -> list[
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                             initializer=_start_worker, initargs=(str(scratch_dir),)) as pool:
+                             initializer=_start_worker,
+                             initargs=(str(scratch_dir), read_one)) as pool:
         futures = [pool.submit(read_part, task) for task in tasks]
         try:
             return [future.result() for future in futures]
@@ -150,10 +159,11 @@ def _in_workers(tasks: list[PartTask], workers: int, scratch_dir: Path) -> list[
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(scratch_dir: str) -> None:
+def _start_worker(scratch_dir: str, read_one: ReadOne) -> None:
     path = Path(scratch_dir) / f"part-{os.getpid()}.db"
     _WORKER["path"] = path
     _WORKER["store"] = None
+    _WORKER["read_one"] = read_one
 
 
 def _stop_worker() -> None:
@@ -161,6 +171,7 @@ def _stop_worker() -> None:
     if store is not None:
         store.dispose()
     _WORKER.pop("path", None)
+    _WORKER.pop("read_one", None)
 
 
 def _worker_store() -> Store:
@@ -173,12 +184,10 @@ def _worker_store() -> Store:
 def read_part(task: PartTask) -> Part:
     """Read one file into this worker's scratch store (the single-file pipeline) and
     describe it."""
-    from tracekit.ingest.pipeline import ingest_file
-
     store = _worker_store()
     path = Path(task.path)
-    result = ingest_file(store, path, allow_no_kernels=task.allow_no_kernels,
-                         work_dir=Path(task.work_dir) if task.work_dir else None)
+    result = _WORKER["read_one"](store, path, allow_no_kernels=task.allow_no_kernels,
+                                 work_dir=Path(task.work_dir) if task.work_dir else None)
     part = describe_part(store, result.run_id, task.index, path)
     store.dispose()  # the file is complete on disk for the store's connection to attach
     return part

@@ -37,7 +37,6 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from tracekit import __version__
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.convert import nsys_rep_to_sqlite, qdstrm_to_nsys_rep
@@ -58,6 +57,7 @@ from tracekit.store.db import Store
 from tracekit.store.failures import first_line, is_driver_error
 from tracekit.store.schema import RunFileRow, RunRow
 from tracekit.store.sqlite_files import read_only_uri
+from tracekit.version import __version__
 
 #: readers that take the SQLite source attached as ``src`` through a BulkCopier
 SQLITE_SOURCE_READERS = {"nsys_sqlite", "rocpd_sqlite"}
@@ -220,7 +220,7 @@ def _ingest_parts(store: Store, files: list[Path], spec: FormatSpec, origin: Ori
             existing = find_run_by_stat(connection, origin.path, origin.signature)
         if existing is not None:
             return IngestResult(existing, True, spec.id, files=0)
-    with read_parts(files, jobs=jobs, allow_no_kernels=allow_no_kernels,
+    with read_parts(files, ingest_file, jobs=jobs, allow_no_kernels=allow_no_kernels,
                     work_dir=work_dir) as parts:
         request = MergeRequest(origin.path, origin.signature, spec.id, label=label, job=job,
                                one_run=one_run)

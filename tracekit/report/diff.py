@@ -14,7 +14,6 @@ from typing import Any, TextIO
 from rich.table import Table
 from rich.text import Text
 
-from tracekit.report.document import PHASES
 from tracekit.report.names import distinct_cuts
 from tracekit.report.palette import path_rank
 from tracekit.report.terminal import (
@@ -24,6 +23,7 @@ from tracekit.report.terminal import (
     format_ns,
     format_rate,
 )
+from tracekit.vocabulary import PHASES
 
 DIFF_VERSION = 1
 #: kernels listed per side in "only in A / only in B"

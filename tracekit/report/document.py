@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.classifier.convolutions import is_convolution
 from tracekit.store.counts import run_counts
 from tracekit.vocabulary import GEMM_OPS, LAYERS, PHASES, SEVERITIES
 
@@ -77,7 +78,10 @@ def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
         summed["total_ns"] += int(total or 0)
         summed["phase_ns"][phase or "unattributed"] += int(total or 0)
     ordered = sorted(per_name.values(), key=lambda e: (-e["total_ns"], e["name"]))
-    return [entry for entry in ordered if entry["count"] > 0]
+    shown = [entry for entry in ordered if entry["count"] > 0]
+    for entry in shown:  # a convolution computed as an implicit GEMM (rules/_convolutions.toml)
+        entry["convolution"] = entry["op"] in GEMM_OPS and is_convolution(entry["name"])
+    return shown
 
 
 def phases(connection: Connection, run_id: int, kernel_entries: list[dict[str, Any]]
@@ -160,9 +164,11 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
             ) -> dict[str, Any]:
     """Run-wide totals the terminal summary opens with."""
     gemm_by_path: dict[str, int] = defaultdict(int)
+    convolutions = 0
     for entry in kernel_entries:
         if entry["op"] in GEMM_OPS:
             gemm_by_path[entry["path"]] += entry["total_ns"]
+            convolutions += entry["total_ns"] if entry.get("convolution") else 0
     gemm_total = sum(gemm_by_path.values())
     stored = run_counts(connection, run_id)
     counts = {name: stored[name] for name in ("nvtx_ranges", "nvtx_domains", "processes",
@@ -173,6 +179,7 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
         "gpu_time_ns": sum(e["total_ns"] for e in kernel_entries),
         "gemm_time_ns": gemm_total,
         "gemm_ns_by_path": dict(sorted(gemm_by_path.items(), key=lambda kv: -kv[1])),
+        "convolution_gemm_ns": convolutions,
         "unknown_gemm_share": (gemm_by_path.get("unknown", 0) / gemm_total) if gemm_total else 0.0,
         **{key: int(value) for key, value in counts.items()},
     }

@@ -82,6 +82,7 @@ from typing import IO, Any
 
 from sqlalchemy import text
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.staging import StageTable
@@ -99,6 +100,10 @@ def header_record(pid: int, **fields: Any) -> dict[str, Any]:
     """The first line a writer emits (``json.dumps`` it, then one record per line)."""
     return {"kind": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION, "pid": pid,
             **fields}
+
+
+#: the progress bar learns where the reader is once per 2^16 lines (a mask test per line)
+PROGRESS_LINES = (1 << 16) - 1
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -131,8 +136,11 @@ class CuptiReader(TraceRows):
         self.files.append(state)
         line_number = 0
         try:
-            with _open_text(path) as stream:
+            with _open_text(path) as stream, progress.task(
+                    f"reading {path.name}", total=path.stat().st_size, unit="bytes") as task:
                 for line_number, line in enumerate(stream, start=1):
+                    if not line_number & PROGRESS_LINES:
+                        task.update(progress.file_position(stream))
                     if not line.strip():
                         continue
                     try:

@@ -34,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.convert import ncu_rep_to_csv
 from tracekit.ingest.jobs import HINT, FileIdentity, refusal
@@ -152,8 +153,11 @@ class NcuReader:
                 else:
                     self.layouts.add("raw")
                     launches = self._raw(header, rows)
-                for launch in launches:
-                    self._stage(launch)
+                with progress.task(f"reading {path.name}", total=path.stat().st_size,
+                                   unit="bytes") as task:
+                    for launch in launches:  # a launch is hundreds of metric rows
+                        self._stage(launch)
+                        task.update(progress.file_position(stream))
         except csv.Error as exc:
             raise InputError(f"{display}: malformed CSV ({exc})") from None
         except UnicodeDecodeError:
