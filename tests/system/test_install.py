@@ -37,11 +37,13 @@ def tracked_copy(target: Path) -> Path:
 
 
 def from_python_lines() -> str:
-    """The code block of the README's "From Python" section."""
+    """The first code block of the README's "From Python" section (the walk through a run;
+    a later block shows step markers inside a user's own model code)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## From Python", 1)[1].split("\n## ", 1)[0]
-    [code] = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    return code
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert blocks and "tracekit.analyze(" in blocks[0], "the README's From Python lines moved"
+    return str(blocks[0])
 
 
 def install(clone: Path, venv: Path) -> Path:
