@@ -42,7 +42,6 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.version import __version__
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier, insert_rows
 from tracekit.ingest.jobs import HINT, FileIdentity, refusal
@@ -51,6 +50,7 @@ from tracekit.ingest.trace_rows import EXTERNAL_STRIDE
 from tracekit.store.counts import NAMES, run_counts
 from tracekit.store.db import Store
 from tracekit.store.sqlite_files import read_only_uri
+from tracekit.version import __version__
 
 #: process/thread ids of a colliding file move by a multiple of this
 ID_SHIFT_UNIT = 1 << 52

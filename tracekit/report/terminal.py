@@ -24,6 +24,8 @@ TOP_KERNELS = 15
 NAME_WIDTH = 90
 #: the kernel-name column is cut (with an ellipsis) to the width left, but never below this
 NAME_MIN_WIDTH = 12
+#: the rank table's process, file and GPU cells are cut to one line of at most this
+RANK_TEXT_WIDTH = 40
 
 
 class PipeSafeConsole(Console):
@@ -174,14 +176,17 @@ def _ranks(console: Console, ranks: list[dict[str, Any]]) -> None:
         ("GPU", "left", True), ("devices", "left", False), ("kernels", "right", False),
         ("GPU time", "right", False), ("GEMM", "right", False), ("GEMM by path", "left", True),
         ("prefill", "right", False), ("decode", "right", False)])
+    for index in (1, 2, 3):  # process, file and GPU give way (cut) before the numbers do
+        table.columns[index].min_width = NAME_MIN_WIDTH
     for rank in ranks:
         where = f"{rank['process'] or '–'} ({rank['pid']})" if rank["pid"] is not None \
             else (rank["process"] or "–")
         if rank.get("host"):
             where += f" @ {rank['host']}"
         phase_ns = rank.get("phase_ns") or {}
-        table.add_row(str(rank["rank"]), Text(where), Text(rank.get("file") or "–"),
-                      Text(", ".join(rank.get("gpus") or []) or "–"),
+        table.add_row(str(rank["rank"]), _one_line(where, RANK_TEXT_WIDTH),
+                      _one_line(rank.get("file") or "–", RANK_TEXT_WIDTH),
+                      _one_line(", ".join(rank.get("gpus") or []) or "–", RANK_TEXT_WIDTH),
                       ", ".join(str(d) for d in rank.get("devices") or []) or "–",
                       f"{rank['kernels']:,}", format_ns(rank["gpu_ns"]),
                       format_ns(rank["gemm_ns"]),
