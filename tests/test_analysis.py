@@ -90,6 +90,9 @@ def test_something_new_to_judge_by_judges_the_stored_run_again(store, make_trace
     assert again.document["verdict"][0] == BF16_AS_DECLARED
     assert again.document["findings"] == []
     assert again.document["warnings"] == ["from the CLI"]
+    # --expect states the declaration anew: the earlier --model is replaced, and said so
+    [replaced] = again.notes
+    assert replaced.startswith("replaced: --model (was ")
     # what the new options do not say is kept: the model's name from the first analysis
     assert run_row(store, first.run_id)["model_label"] == "Llama-3.1-8B-FP8"
     after = row_counts(store, first.run_id)

@@ -18,11 +18,45 @@ The API is loaded on first use (module ``__getattr__``): ``import tracekit`` and
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tracekit.errors import TracekitError
+from tracekit.version import __version__
 
-__version__ = "0.1.0"
+#: data folders a wheel installs as subpackages (pyproject ``package-dir``)
+DATA_PACKAGES = ("parsers", "rules")
+
+
+def _data_packages_of_a_checkout() -> None:
+    """Make ``tracekit.parsers`` and ``tracekit.rules`` importable from a source checkout.
+
+    A wheel installs ``parsers/`` and ``rules/`` inside the package, and an editable install
+    maps them there; but Python run from the repository root imports the source tree's
+    ``tracekit/``, beside which they sit. Then they are loaded from there, under the same
+    names, so ``importlib.resources`` finds the data files either way.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    for name in DATA_PACKAGES:
+        full = f"{__name__}.{name}"
+        init = os.path.join(root, name, "__init__.py")
+        if full in sys.modules or os.path.isdir(os.path.join(here, name)) \
+                or not os.path.isfile(init):
+            continue
+        spec = importlib.util.spec_from_file_location(
+            full, init, submodule_search_locations=[os.path.join(root, name)])
+        if spec is None or spec.loader is None:  # pragma: no cover - a plain .py file
+            continue
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+        globals()[name] = module
+
+
+_data_packages_of_a_checkout()
 
 #: public name -> module that defines it, imported when the name is first used
 _LAZY = {

@@ -26,8 +26,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.ingest.bulk import insert_rows
 from tracekit.store.db import SQLITE_CACHE_KIB, Store
+from tracekit.store.sql import insert_rows
 
 #: Stand-in for NULL in the TEMP table's key (NULLs are all distinct in a SQLite key).
 _NO_VALUE = -9223372036854775808

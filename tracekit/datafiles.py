@@ -25,8 +25,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-__all__ = ["DataFile", "builtin_file", "builtin_names", "load_table", "parse_toml", "read_toml",
-           "require", "tomllib"]
+__all__ = ["DataFile", "builtin_file", "builtin_names", "data_folder", "load_table",
+           "parse_toml", "read_toml", "require", "tomllib"]
 
 #: the installed packages that hold the shipped data files, and how messages name them
 RULES_PACKAGE = "tracekit.rules"
@@ -125,11 +125,18 @@ def read_toml(path: Path, *, error: type[TracekitError] = RuleFileError,
     return parse_toml(text, shown, error=error)
 
 
+def data_folder(package: str = RULES_PACKAGE) -> Path:
+    """The folder of a data package (``tracekit.rules``, ``tracekit.parsers``): inside an
+    installed wheel, or beside the package in a source checkout (``tracekit/__init__.py``
+    maps it there) — every lookup of shipped data files goes through here."""
+    return Path(str(resources.files(package)))
+
+
 @cache
 def builtin_file(file_name: str, package: str = RULES_PACKAGE) -> DataFile:
     """A data file shipped in ``package`` (cached: installed files do not change)."""
     shown = f"{_FOLDERS.get(package, package)}/{file_name}"
-    resource = resources.files(package) / file_name
+    resource = data_folder(package) / file_name
     if not resource.is_file():
         raise RuleFileError(f"{shown} is missing from the installation")
     return read_toml(Path(str(resource)), name=shown)
@@ -137,7 +144,7 @@ def builtin_file(file_name: str, package: str = RULES_PACKAGE) -> DataFile:
 
 def builtin_names(package: str = RULES_PACKAGE) -> tuple[str, ...]:
     """The names of the TOML files shipped in ``package``, sorted."""
-    return tuple(sorted(entry.name for entry in resources.files(package).iterdir()
+    return tuple(sorted(entry.name for entry in data_folder(package).iterdir()
                         if entry.name.endswith(".toml")))
 
 

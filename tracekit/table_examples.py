@@ -30,6 +30,8 @@ layer kernels             rules/_layer_kernels.toml ``[[kernel]] examples`` / ``
                           kernel names, classified, and the layer group their family gives
 layer shapes              rules/_layer_shapes.toml ``[[example]]``: a config's dimensions, a
                           weight N × K and the layer group (or ambiguity) it gives
+convolutions              rules/_convolutions.toml ``[[family]] examples`` / ``not_examples``:
+                          kernel names that are (or are not) convolutions run as GEMMs
 findings                  rules/_findings.toml ``[[rule.example]]``: fields and the message
 parser specs              parsers/<id>.toml ``[[example]]``: a file's first bytes (and SQLite
                           tables) that this spec, and no earlier one, must claim
@@ -44,11 +46,10 @@ import json
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tracekit.datafiles import read_toml
+from tracekit.datafiles import PARSERS_PACKAGE, RULES_PACKAGE, data_folder, read_toml
 from tracekit.errors import TracekitError
 
 
@@ -273,6 +274,21 @@ def _layer_names(result: TableResult, path: Path, ruleset: Any) -> None:
                 result.failures.append(f"{example!r}: maps to {got}, expected {row['layer']}")
 
 
+def _convolutions(result: TableResult, path: Path, ruleset: Any) -> None:
+    import re
+
+    for row in _read(path).get("family", []):
+        regex = re.compile(row["regex"])
+        for example in row.get("examples", []):
+            result.examples += 1
+            if not regex.search(example):
+                result.failures.append(f"{row['family']}: does not match {example!r}")
+        for example in row.get("not_examples", []):
+            result.examples += 1
+            if regex.search(example):
+                result.failures.append(f"{row['family']}: must not match {example!r}")
+
+
 def _layer_table(module: str) -> Callable[[TableResult, Path, Any], None]:
     """A checker that runs ``tracekit.layers.<module>.check_examples``."""
 
@@ -344,6 +360,7 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_layer_markers.toml": ("layer markers", _layer_table("markers")),
     "_layer_kernels.toml": ("layer kernels", _layer_table("kernels")),
     "_layer_shapes.toml": ("layer shapes", _layer_table("shapes")),
+    "_convolutions.toml": ("convolutions", _convolutions),
     "_findings.toml": ("findings", _findings),
     "_roofline.toml": ("roofline work model", _roofline),
 }
@@ -351,8 +368,8 @@ _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
 
 def builtin_files() -> list[Path]:
     """Every data file shipped with tracekit: rules/*.toml and parsers/*.toml."""
-    rules = Path(str(resources.files("tracekit.rules")))
-    parsers = Path(str(resources.files("tracekit.parsers")))
+    rules = data_folder(RULES_PACKAGE)
+    parsers = data_folder(PARSERS_PACKAGE)
     return sorted(rules.glob("*.toml")) + sorted(parsers.glob("*.toml"))
 
 
@@ -361,9 +378,7 @@ def check_files(files: Iterable[Path], ruleset: Any) -> list[TableResult]:
     results = []
     checker: Callable[[TableResult, Path, Any], None]
     for path in files:
-        if path.parent.name == "parsers" or path.parent == Path(
-            str(resources.files("tracekit.parsers"))
-        ):
+        if path.parent.name == "parsers" or path.parent == data_folder(PARSERS_PACKAGE):
             kind, checker = "parser spec", _parser
         elif not path.name.startswith("_"):
             kind, checker = "rule", _rules

@@ -124,6 +124,10 @@ def test_every_summary_table_equals_the_document(analyzed: dict[str, Any]) -> No
     assert list(names["total_ns"]) == [entry["total_ns"] for entry in document["kernels"]]
     assert list(names["path"]) == [entry["path"] for entry in document["kernels"]]
     assert names["share"].sum() == pytest.approx(1.0)
+    # names, ops, paths and phases are categoricals, as the README says
+    for column in ("name", "op", "path", "evidence", "confidence"):
+        assert names[column].dtype == "category", column
+    assert names["convolution"].dtype == bool and not names["convolution"].any()
     launchers = run.launchers()
     assert launchers.to_dict("records") == document["launchers"]
     findings = run.findings()
@@ -555,3 +559,25 @@ def test_postgres_store_gives_the_same_frames(postgres_url: str, analyzed: dict[
     with pytest.raises(TracekitError):
         store.query("DELETE FROM kernels")
     store.close()
+
+
+def test_ranks_and_devices_of_a_run_of_several_ranks(tmp_path: Path) -> None:
+    """``run.ranks()`` and ``run.devices()``: one row per rank and per (rank, device), the
+    document's numbers; ``run.iterations()`` the lined-up steps with the straggler."""
+    from tests.test_ranks import tp_ranks
+    from tracekit.synth.nsys import Scenario, write_scenario
+
+    trace = write_scenario(Scenario(ranks=tp_ranks()), tmp_path / "tp4.sqlite")
+    run = tracekit.analyze(trace, store=str(tmp_path / "s.db"))
+    ranks = run.ranks()
+    document = run.document()
+    assert list(ranks["rank"]) == [0, 1, 2, 3]
+    assert list(ranks["pid"]) == [5000, 5001, 5002, 5003]
+    assert list(ranks["gpu_ns"]) == [entry["gpu_ns"] for entry in document["ranks"]]
+    assert list(ranks["decode_ns"]) == list(ranks["gpu_ns"])
+    assert ranks.loc[2, "gemm_ns_by_path"] == document["ranks"][2]["gemm_ns_by_path"]
+    devices = run.devices()
+    assert list(zip(devices["rank"], devices["index"], strict=True)) == [(r, r) for r in range(4)]
+    assert list(devices["kernels"]) == [56] * 4
+    assert run.iterations()["straggler"] == 2
+    assert set(run.launchers()["pid"]) == {5000, 5001, 5002, 5003}

@@ -24,8 +24,8 @@ On each input, one after the other, each in a fresh process, with wall time and 
 - ``tracekit analyze FILE --store NEW.db --json`` (ingest + classify + phases + groups +
   findings + document), then the same command again (the run is already stored).
 
-It prints a Markdown table (the one in the README). ``--profile`` instead runs ``analyze``
-in this process and prints where the time goes (ingest, stages, the side connection's
+It prints a Markdown table (the one in docs/performance.md). ``--profile`` instead runs
+``analyze`` in this process and prints where the time goes (ingest, stages, the side connection's
 reads, SQL statements over 0.5 s with their CPU time).
 """
 
@@ -333,7 +333,7 @@ def ratio(ours: tuple[float, float] | None, theirs: tuple[float, float] | None) 
 
 
 def table(rows: list[Row]) -> str:
-    """The README table."""
+    """The table of docs/performance.md (between its bench-table markers)."""
     lines = ["| input | kernels | floor | nsys stats | nsys-ai (cold) | tracekit analyze | "
              "peak RSS | ÷ nsys stats | ÷ floor | analyze again |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

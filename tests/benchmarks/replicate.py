@@ -416,6 +416,108 @@ def replicate(source: Path, target: Path, copies: int, *, keep_ids: bool = False
     return replicate_kineto(source, target, copies, keep_ids=keep_ids)
 
 
+#: Kineto pids below this are devices (GPU events carry the device as their pid); CPU
+#: events carry OS pids above it
+DEVICE_PIDS = 64
+#: how far apart the OS pids and tids of two ranks are put
+RANK_PID_STRIDE = 1000
+
+
+def _as_rank(event: dict[str, Any], rank: int, world: int, kernel_scale: float
+             ) -> dict[str, Any]:
+    """A Kineto event as rank ``rank`` of ``world`` recorded it: its process and threads
+    moved by ``rank * RANK_PID_STRIDE``, its GPU events on device ``rank``, its kernels
+    ``kernel_scale`` times as long."""
+    out = dict(event)
+    pid = out.get("pid")
+    if type(pid) is int and pid >= DEVICE_PIDS:
+        out["pid"] = pid + rank * RANK_PID_STRIDE
+        if type(out.get("tid")) is int and out["tid"] >= DEVICE_PIDS:
+            out["tid"] = out["tid"] + rank * RANK_PID_STRIDE
+    elif type(pid) is int and 0 <= pid < DEVICE_PIDS:
+        out["pid"] = rank
+        args = out.get("args")
+        if isinstance(args, dict) and "device" in args:
+            out["args"] = {**args, "device": rank}
+        if kernel_scale != 1.0 and out.get("cat") in ("kernel", "Kernel") and \
+                isinstance(out.get("dur"), (int, float)):
+            out["dur"] = round(out["dur"] * kernel_scale, 3)
+    return out
+
+
+def kineto_ranks(source: Path, folder: Path, ranks: int, copies: int = 1, *,
+                 kernel_scale: dict[int, float] | None = None, gzip_files: bool = False
+                 ) -> list[Path]:
+    """``ranks`` files ``rank-<i>.pt.trace.json`` in ``folder``: the trace replicated
+    ``copies`` times, as the ranks of one job record it (``distributedInfo`` rank and world
+    size, each rank's own pids and tids and device; ``kernel_scale`` makes a rank's kernels
+    longer, a straggler). Returns the files; each holds the kernels of ``replicate``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with _open_text(source) as stream:
+        document = json.load(stream)
+    events = document["traceEvents"]
+    metadata = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
+    timed = [e for e in events if isinstance(e, dict) and e.get("ph") != "M"]
+    keys = list(document)
+    before = keys[:keys.index("traceEvents")]
+    after = keys[keys.index("traceEvents") + 1:]
+    paths = []
+    for rank in range(ranks):
+        scale = (kernel_scale or {}).get(rank, 1.0)
+        header = dict(document)
+        distributed = dict(header.get("distributedInfo") or {})
+        distributed.update(rank=rank, world_size=ranks)
+        header["distributedInfo"] = distributed
+        path = folder / f"rank-{rank}.pt.trace.json{'.gz' if gzip_files else ''}"
+        opener = gzip.open(path, "wt", encoding="utf-8") if gzip_files else \
+            path.open("w", encoding="utf-8")
+        with opener as out:
+            out.write("{")
+            for key in before:
+                out.write(f"{json.dumps(key)}: {json.dumps(header[key])},\n")
+            out.write('"traceEvents": [\n')
+            first = True
+            for event in chain(metadata, _copies(timed, copies, keep_ids=False)):
+                if not first:
+                    out.write(",\n")
+                out.write(json.dumps(_as_rank(event, rank, ranks, scale)))
+                first = False
+            out.write("\n]")
+            for key in after:
+                out.write(f",\n{json.dumps(key)}: {json.dumps(header[key])}")
+            out.write("}\n")
+        paths.append(path)
+    return paths
+
+
+def cupti_ranks(source: Path, folder: Path, ranks: int) -> list[Path]:
+    """``ranks`` CUPTI JSON-lines files, one per process of one job (header rank and world
+    size, each its own pid, threads and device)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with _open_text(source) as stream:
+        records = [json.loads(line) for line in stream if line.strip()]
+    paths = []
+    for rank in range(ranks):
+        moved = rank * RANK_PID_STRIDE
+        path = folder / f"rank{rank}.cupti.jsonl"
+        with path.open("w", encoding="utf-8") as out:
+            for record in records:
+                record = dict(record)
+                if record.get("kind") == "header":
+                    record.update(rank=rank, world_size=ranks, pid=record["pid"] + moved)
+                for key in ("processId", "threadId"):
+                    if type(record.get(key)) is int:
+                        record[key] += moved
+                for key in ("deviceId",):
+                    if type(record.get(key)) is int:
+                        record[key] = rank
+                if record.get("kind") == "device":
+                    record["id"] = rank
+                out.write(json.dumps(record) + "\n")
+        paths.append(path)
+    return paths
+
+
 def _is_rocpd(path: Path) -> bool:
     connection = sqlite3.connect(path)
     try:

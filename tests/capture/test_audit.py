@@ -158,7 +158,7 @@ def test_audit_returns_the_commands_exit_code_and_still_analyzes(tmp_path: Path,
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and record["exit_code"] == 3
     assert "run_id" in record["analysis"]
-    assert "engine says hello" in out and "NVTX ranges 5" in out
+    assert "engine says hello" in out and "5 NVTX ranges" in out
     assert f"run folder: {run_dir.resolve()}" in err
     assert len(stored_ranges(store)) == 5
     assert_nothing_left(run_dir)
@@ -557,3 +557,22 @@ def test_a_second_interrupt_skips_the_wait_for_sigint(tmp_path: Path) -> None:
     outcome = supervisor.wait()
     assert outcome.signals_sent == ["SIGINT", "SIGTERM"]
     assert time.monotonic() - started < 10
+
+
+def test_a_failed_pre_flight_leaves_no_run_folder(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """No profiler: one line, exit 2, and neither tracekit-runs/<timestamp>/ nor a new -o
+    folder stays behind (an existing -o folder is left as it was)."""
+    monkeypatch.chdir(tmp_path)
+    env = {"TRACEKIT_NSYS": str(tmp_path / "no-nsys"), "PATH": "/nonexistent"}
+    result = invoke("--", sys.executable, "x.py", env=env)
+    assert result.code == 2 and "needs Nsight Systems" in result.err
+    assert not (tmp_path / "tracekit-runs").exists()
+    assert invoke("-o", str(tmp_path / "new" / "r"), "--", sys.executable, "x.py",
+                  env=env).code == 2
+    assert not (tmp_path / "new" / "r").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's")
+    assert invoke("-o", str(mine), "--", sys.executable, "x.py", env=env).code == 2
+    assert (mine / "notes.txt").read_text() == "the user's"

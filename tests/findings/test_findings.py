@@ -642,9 +642,16 @@ def test_heuristic_and_missing_phases(store: Store) -> None:
     )
     findings, verdict = judge(store, missing, W4A4)
     assert "phases-missing" in rules_of(findings)
-    assert verdict.startswith("unattributed:")
+    assert verdict.startswith("whole run (no inference steps):")  # no steps at all
     marked = make_run(store, kernels, marker_steps=3)
     assert not {"phases-heuristic", "phases-missing"} & rules_of(judge(store, marked, W4A4)[0])
+
+
+def test_one_heuristic_step_is_counted_in_the_singular(store: Store) -> None:
+    kernels = [K(FP4_SM120, "gemm", "fp4", "cutlass", ns={"decode": 1_000})]
+    findings, _ = judge(store, make_run(store, kernels, marker_steps=0, heuristic_steps=1), W4A4)
+    message = next(f for f in findings if f.rule == "phases-heuristic").message
+    assert message.endswith("(1 heuristic step).")
 
 
 def test_nvtx_domain_without_ranges(store: Store) -> None:
@@ -890,6 +897,10 @@ def test_every_rule_message_renders_with_its_declared_fields() -> None:
         "why": "quant_method 'hqq' is not read",
         "problem": "config.json: not valid JSON",
         "launches": 4,
+        "rank": 3,
+        "aligned": 120,
+        "ranks": 8,
+        "excess": 0.18,
     }
     rules = load_rules()
     for row in load_table("_findings.toml")["rule"]:

@@ -57,9 +57,9 @@ def marlin_run(store: Store, tmp_path: Path) -> tuple[Store, int]:
 def test_the_sections_and_the_run(marlin_run):
     store, run_id = marlin_run
     document = document_of(store, run_id)
-    assert list(document) == ["tracekit_document", "run", "devices", "summary", "verdict",
-                              "phases", "phase_attribution", "layers", "findings", "launchers",
-                              "roofline", "kernels"]
+    assert list(document) == ["tracekit_document", "run", "devices", "ranks", "iterations",
+                              "summary", "verdict", "phases", "phase_attribution", "layers",
+                              "findings", "launchers", "roofline", "kernels"]
     assert document["tracekit_document"] == DOCUMENT_VERSION == 1
     run = document["run"]
     assert (run["id"], run["format"], run["producer"], run["label"]) == (

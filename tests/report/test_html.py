@@ -86,7 +86,7 @@ def test_report_shows_verdict_first_then_findings_and_kernels(report: dict[str, 
     assert verdict < html.index('id="tk-timeline"') < html.index('id="tk-findings"')
     assert "decode GEMMs ran weight_only" in html
     assert "declared-path-not-run" in html
-    assert "Every one of the" in html
+    assert "Every kernel of the run" in html
 
 
 def test_timeline_draws_every_kernel_within_budget(report: dict[str, Any]) -> None:
@@ -286,3 +286,119 @@ def test_names_beyond_the_top_table_are_still_in_the_page(
     folded = html[html.index('id="tk-more-kernels"'):]
     assert "3 more kernel names (1 smallest left out" in folded
     assert folded.count('<td class="kname">') == 3
+
+
+# --- the report of real analyses, read in the browser -----------------------------------------
+
+FP8_GEMM = ("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1_"
+            "execute_segment_k_off_kernel__5x_cublas")
+ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<"
+               "c10::BFloat16>, at::detail::Array<char *, 3>>(int, T2, T3)")
+NORM = "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, int)"
+
+
+def _analyzed_page(folder: Path, trace: Path, **options: Any) -> tuple[dict[str, Any], Path]:
+    from tracekit.analysis import AnalysisOptions, analyze
+    from tracekit.store.db import open_store
+
+    store = open_store(str(folder / "store.db"), write=True)
+    result = analyze(store, [trace], AnalysisOptions(**options))
+    page = write_html(result.document, store, result.run_id, folder / "report.html")
+    store.dispose()
+    return result.document, page
+
+
+def _fp8_scenario_page(folder: Path, *, declared: bool) -> tuple[dict[str, Any], Path]:
+    """FP8 GEMMs on an H100 between two non-GEMM kernels, with or without a W8A8 FP8
+    checkpoint (a confirmed verdict, or none to compare with)."""
+    from tests.support import paths
+    from tracekit.synth.nsys import KernelSpec, RankSpec, Scenario, StepSpec, write_scenario
+
+    folder.mkdir(parents=True, exist_ok=True)
+    kernels = [KernelSpec(FP8_GEMM, 30_000, count=4), KernelSpec(ELEMENTWISE, 2_000),
+               KernelSpec(NORM, 1_000)]
+    scenario = Scenario(ranks=[RankSpec(pid=11, steps=[
+        StepSpec("execute_context_1(512)_generation_0(0)", kernels),
+        StepSpec("execute_context_0(0)_generation_4(4)", kernels, repeat=2)])])
+    trace = write_scenario(scenario, folder / "fp8.sqlite")
+    options = {"model": paths.CHECKPOINTS / "ct-w8a8-fp8.config.json"} if declared else {}
+    return _analyzed_page(folder, trace, **options)
+
+
+def test_a_verdict_with_nothing_to_compare_is_neutral_not_green(tmp_path: Path) -> None:
+    from tracekit.report.html import verdict_class
+
+    neutral, page = _fp8_scenario_page(tmp_path / "plain", declared=False)
+    assert verdict_class(neutral) == "neutral"
+    assert 'class="verdict neutral"' in page.read_text(encoding="utf-8")
+    confirmed, page = _fp8_scenario_page(tmp_path / "fp8", declared=True)
+    assert any(row["outcome"] == "as_declared" for row in confirmed["layers"])
+    assert verdict_class(confirmed) == "ok"
+    assert 'class="verdict ok"' in page.read_text(encoding="utf-8")
+
+
+def test_non_gemm_rows_do_not_repeat_the_not_matrix_math_sentence(tmp_path: Path) -> None:
+    _, page = _fp8_scenario_page(tmp_path, declared=False)
+    html = page.read_text(encoding="utf-8")
+    kernels = html[html.index('id="tk-kernels"'):]
+    kernels = kernels[:kernels.index("</table>")]
+    assert "path applies to GEMM/attention only" not in kernels
+    assert kernels.count("not matrix math") == 2  # the two non-GEMM rows, briefly
+    assert html.count('id="tk-kernels-note"') == 1
+
+
+def _overlap(a: list[int], b: list[int]) -> bool:
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    return ax < bx + bw and bx < ax + aw and ay < by + bh and by < ay + ah
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_charts_parts_do_not_overlap_and_the_tables_are_there(tmp_path: Path) -> None:
+    """The roofline of a run with known work: the toolbar, the legend, the plot area and the
+    axis titles of every chart each have room of their own; devices and launching threads are
+    tables of the page."""
+    from tests.support import paths
+    from tests.support.roofline_scenario import write_fallback_trace
+
+    trace = write_fallback_trace(tmp_path / "fallback.json")
+    _, page = _analyzed_page(tmp_path, trace, model=paths.CHECKPOINTS / "ct-nvfp4-w4a4.config.json")
+    dumped = chromium(page, tmp_path / "profile", "--dump-dom")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = _Dom()
+    dom.feed(dumped.stdout)
+    assert dom.attrs_by_id["tk-render-status"].get("data-state") == "rendered"
+    charts = ["tk-timeline", "tk-breakdown", "tk-roofline-prefill", "tk-roofline-decode"]
+    for chart in charts:
+        parts = json.loads(dom.attrs_by_id[chart]["data-parts"] or "{}")
+        assert {"modebar", "legend", "plot"} <= set(parts), (chart, parts)
+        named = {name: box for name, box in parts.items() if box[2] and box[3]}
+        for first, second in (("legend", "modebar"), ("legend", "plot"), ("modebar", "plot"),
+                              ("legend", "xtitle")):
+            if first in named and second in named:
+                assert not _overlap(named[first], named[second]), (chart, first, second, parts)
+        x, y, width, height = dom.rects[chart]
+        lx, ly, lw, lh = named["legend"]
+        assert x <= lx and lx + lw <= x + width and y <= ly and ly + lh <= y + height, chart
+    for table in ("tk-devices", "tk-launchers", "tk-layers", "tk-kernels"):
+        assert table in dom.attrs_by_id, table
+    text = " ".join("".join(dom.text).split())
+    assert "NVIDIA GeForce RTX 5090" in text and "tid 101" in text
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_a_run_with_no_known_work_draws_no_empty_roofline(report: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """An nsys trace tells no GEMM's work: one sentence says so, and no roofline chart of roofs
+    without points is drawn."""
+    html = report["html"]
+    assert 'id="tk-roofline-prefill"' not in html and 'id="tk-roofline-decode"' not in html
+    assert "the work of no GEMM is known, so no roofline is drawn" in html
+    dumped = chromium(report["path"], tmp_path / "profile", "--dump-dom")
+    dom = _Dom()
+    dom.feed(dumped.stdout)
+    assert dom.attrs_by_id["tk-render-status"].get("data-state") == "rendered"
+    assert not [key for key in dom.rects if key.startswith("tk-roofline")]
+    assert "tk-devices" in dom.attrs_by_id and "tk-launchers" in dom.attrs_by_id

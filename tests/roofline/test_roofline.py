@@ -388,7 +388,8 @@ def test_analyze_prints_the_roofline_and_the_estimate(fallback_run: dict[str, An
     assert "roofline (RTX 5090: dense peaks and bandwidth from rules/_gpus.toml)" in out
     # 143.17 TFLOP/s against the 209.5 TFLOP/s BF16 roof, printed to the unit: 210
     assert "143 TFLOP/s" in out and "compute (BF16 roof 210 TFLOP/s)" in out
-    assert "1.46 TB/s" in out and "bandwidth (BF16 roof 210 TFLOP/s)" in out
+    # decode is bandwidth-bound: its roof is the memory bandwidth, not the BF16 peak
+    assert "1.46 TB/s" in out and "bandwidth (1.79 TB/s roof)" in out
     assert "what the fallback costs (estimate)" in out
     assert ("the same GEMMs as native FP4 on the RTX 5090 are bounded below by ~45.1 µs "
             "(bandwidth-bound) — the expected path would save at most ~91%") in out

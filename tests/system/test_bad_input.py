@@ -60,7 +60,7 @@ def test_directory_of_non_traces(store_path, tmp_path):
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "readme.txt").write_text("hello\n")
-    analyze_bad(store_path, folder, "unrecognized text file")
+    analyze_bad(store_path, folder, "directory holds no trace files (it holds readme.txt)")
 
 
 def test_empty_file(store_path, tmp_path):

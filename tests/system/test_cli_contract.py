@@ -71,3 +71,29 @@ def test_a_closed_pipe_is_not_a_failure(make_trace, simple_scenario, tmp_path):
         process.stdout.readline()
         process.stdout.close()  # like `| head -1`
         assert process.wait(timeout=60) == 0, command
+
+
+def test_usage_errors_click_finds_are_one_line(tmp_path):
+    """A path that does not exist, a missing argument, a bad choice, an unknown command:
+    one line naming it and the help to read, exit 2 (click's own message is four lines)."""
+    for args, fragment in ((["rules", "test", str(tmp_path / "missing")], "missing"),
+                           (["analyze"], "FILES"),
+                           (["analyze", "x.json", "--fail-on", "bogus"], "bogus"),
+                           (["no-such-command"], "no-such-command")):
+        code, _, stderr = run(*args)
+        assert_one_line_error(code, stderr, fragment, "--help")
+
+
+def test_an_unreadable_trace_is_one_line(tmp_path):
+    import os
+
+    import pytest
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads files whatever their mode")
+    trace = tmp_path / "rank0.json"
+    trace.write_text('{"traceEvents": []}')
+    trace.chmod(0)
+    code, _, stderr = run("analyze", str(trace), "--store", str(tmp_path / "s.db"))
+    assert_one_line_error(code, stderr, "rank0.json", "permission denied")
+    assert not (tmp_path / "s.db").exists()

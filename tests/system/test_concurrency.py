@@ -8,6 +8,7 @@ Each test starts on an empty store, so the migration race is part of it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,3 +103,61 @@ def test_same_file_from_four_writers_is_one_run(store_url: str, tmp_path: Path) 
     assert sum("already in the store" in stderr for _, stderr in results) <= WRITERS - 1
     totals = stored_totals(store_url)
     assert totals == {path.name: kernel_totals(path)}
+
+
+def rank_file(path: Path, rank: int) -> Path:
+    """One rank of one job: its own process and GPU, the job's capture start and host."""
+    kernels = [KernelSpec(f"void rank{rank}_kernel_{k}<float, {k}>(int)", 1_000 + k, count=25)
+               for k in range(4)] + [KernelSpec("void shared_gemm<bf16>(int)", 5_000, count=5)]
+    spec = RankSpec(pid=2000 + rank, device=rank, steps=[
+        StepSpec(f"execute_context_0(0)_generation_{s}({s})", kernels) for s in range(20)])
+    return write_scenario(Scenario(ranks=[spec], session_start_utc_ns=1_780_000_000 * 10**9,
+                                   hostname=f"node{rank}"), path)
+
+
+def test_hosts_adding_ranks_of_one_job_at_once_end_as_one_run(store_url: str,
+                                                             tmp_path: Path) -> None:
+    """One `analyze --job` per host (here: process), all at once, into one store: one run
+    holding every rank's records, each file once; the run judged with all of them."""
+    traces = [rank_file(tmp_path / f"rank{r}.sqlite", r) for r in range(WRITERS)]
+    processes = [subprocess.Popen([sys.executable, "-m", "tracekit", "analyze", str(path),
+                                   "--store", store_url, "--job", "train-42", "--jobs", "1",
+                                   "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "TRACEKIT_STORE": ""})
+                 for path in traces]
+    for returncode, stderr in finish(processes):
+        assert returncode == 0, stderr
+    again = subprocess.run([sys.executable, "-m", "tracekit", "analyze", str(traces[0]),
+                            "--store", store_url, "--job", "train-42", "--json"],
+                           capture_output=True, text=True,
+                           env={**os.environ, "TRACEKIT_STORE": ""}, check=True)
+    assert "already in run" in again.stderr  # the same file again is not added twice
+    store = open_store(store_url, write=False)
+    try:
+        with store.connect() as connection:
+            runs = connection.execute(text("SELECT id, job FROM runs")).all()
+            assert [job for _, job in runs] == ["train-42"]
+            run_id = runs[0][0]
+            files = connection.execute(text(
+                "SELECT name, counts_json FROM run_files WHERE run_id = :r ORDER BY name"),
+                {"r": run_id}).all()
+            stored = dict(connection.execute(text(
+                "SELECT p.file_index, COUNT(*) FROM kernels k JOIN processes p "
+                "ON p.run_id = k.run_id AND p.global_pid = k.global_pid WHERE k.run_id = :r "
+                "GROUP BY p.file_index"), {"r": run_id}).all())
+            indexes = dict(connection.execute(text(
+                "SELECT name, file_index FROM run_files WHERE run_id = :r"), {"r": run_id}).all())
+            groups = connection.execute(text(
+                "SELECT COUNT(DISTINCT global_pid), SUM(count) FROM kernel_groups "
+                "WHERE run_id = :r"), {"r": run_id}).one()
+    finally:
+        store.dispose()
+    assert [name for name, _ in files] == [path.name for path in traces]
+    for path in traces:
+        own = sum(count for count, _ in kernel_totals(path).values())
+        assert stored[indexes[path.name]] == own
+        assert json.loads(dict(files)[path.name])["kernels"] == own
+    # the last judgement saw every rank
+    assert groups[0] == WRITERS
+    assert groups[1] == sum(sum(c for c, _ in kernel_totals(p).values()) for p in traces)

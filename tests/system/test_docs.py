@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -347,3 +348,72 @@ def test_the_index_names_every_package_reader_and_test_file() -> None:
     wanted += [f"{p.name}" for p in (DOCS).glob("*.md") if p.name != "README.md"]
     missing = sorted(name for name in wanted if name not in index)
     assert not missing, f"docs/README.md does not say where these live: {missing}"
+
+
+# -- the README's recipes and example output ------------------------------------------------------
+
+#: an engine recipe: ``<!-- engine-recipe NAME -->`` and a block whose first line is a
+#: ``$ tracekit audit --dry-run …`` command and whose other lines are what it prints
+RECIPE = re.compile(r"<!-- engine-recipe (\w+) -->\n```\n(.*?)```", re.S)
+#: the profiler wherever it is installed, as the README writes it
+NSYS_PATH = re.compile(r"(?<![\w./-])\S*/nsys(?= profile )")
+
+
+def readme_recipes() -> dict[str, tuple[list[str], list[str]]]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    recipes = {}
+    for name, block in RECIPE.findall(readme):
+        command, *shown = block.strip().splitlines()
+        assert command.startswith("$ tracekit audit --dry-run "), command
+        recipes[name] = (shlex.split(command[2:])[1:], shown)
+    return recipes
+
+
+def test_readme_engine_recipes_are_what_audit_runs(tmp_path: Path) -> None:
+    """Each engine's recipe in the README is ``tracekit audit --dry-run``'s output for that
+    command now: the presets of tracekit/capture/engines.py and the nsys flags cannot drift
+    from what the README tells people to run. Every preset has a recipe."""
+    from tracekit.capture.engines import PRESETS
+
+    recipes = readme_recipes()
+    assert set(recipes) == set(PRESETS), "README.md needs one engine recipe per audit preset"
+    quiet = {name: None for name in ("TLLM_PROFILE_START_STOP", "VLLM_WORKER_MULTIPROC_METHOD",
+                                     "TLLM_LLMAPI_ENABLE_NVTX", "VLLM_TORCH_CUDA_PROFILE")}
+    for name, (args, shown) in recipes.items():
+        run_dir = tmp_path / name
+        argv = [str(run_dir) if arg == "RUN" else arg for arg in args]
+        result = CliRunner().invoke(cli, argv, env=quiet)
+        assert result.exit_code == 0, result.output
+        printed = [NSYS_PATH.sub("nsys", line).replace(str(run_dir), "RUN")
+                   for line in result.stdout.splitlines() if line and not line.startswith("#")]
+        assert printed == shown, f"README.md's {name} recipe is not what audit prints:\n" + \
+            "\n".join(printed)
+
+
+def test_readme_example_output_is_what_analyze_prints(shared_trace: Any, tmp_path: Path) -> None:
+    """The README's real example (vLLM on a B200 with gpt-oss-120b's config): every line it
+    shows is a line of the summary, in order (the README leaves some out)."""
+    import io
+
+    from tracekit.analysis import AnalysisOptions, analyze
+    from tracekit.report.terminal import render
+    from tracekit.store.db import open_store
+
+    trace = shared_trace("tracelens/b200__eager_trace.json.gz")
+    store = open_store(str(tmp_path / "store.db"), write=True)
+    document = analyze(store, [trace], AnalysisOptions(
+        model=REPO / "tests" / "data" / "checkpoints" / "gpt-oss-120b-mxfp4",
+        engine="vllm")).document
+    store.dispose()
+    stream = io.StringIO()
+    render(document, stream, width=100)
+    printed = [line.rstrip().replace(str(trace), "eager_trace.json.gz")
+               for line in stream.getvalue().splitlines()]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- verdict-example -->\n```\n", 1)[1].split("```", 1)[0]
+    position = 0
+    for line in block.rstrip().splitlines():
+        assert line in printed[position:], (
+            f"README.md's example shows {line!r}, which analyze no longer prints there:\n"
+            + "\n".join(printed))
+        position = printed.index(line, position) + 1

@@ -62,10 +62,16 @@ def big_trace(path: Path, doublings: int) -> Path:
     return path
 
 
+#: the PostgreSQL application name of this test run's writers, so the wait below watches our
+#: own COPY and not another process's on a shared server (libpq reads PGAPPNAME)
+APPLICATION = f"tracekit-faults-{os.getpid()}"
+
+
 def analyze(path: Path, store_url: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "tracekit", "analyze", str(path), "--store",
                              store_url, "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PGAPPNAME": APPLICATION})
 
 
 def wait_until_copying(store_url: str, process: subprocess.Popen[str], deadline: float) -> None:
@@ -84,7 +90,8 @@ def wait_until_copying(store_url: str, process: subprocess.Popen[str], deadline:
                 with engine.connect() as connection:
                     copying = connection.execute(text(
                         "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' "
-                        "AND query LIKE 'COPY kernels%'")).scalar_one()
+                        "AND query LIKE 'COPY kernels%' AND application_name = :application"),
+                        {"application": APPLICATION}).scalar_one()
                 if copying:
                     time.sleep(0.2)
                     return

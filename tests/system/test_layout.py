@@ -1,6 +1,7 @@
-"""The layout promises of docs/architecture.md#dependencies-between-packages and the README's
-*Where things live*: data folders hold data, every command has help, the README quick start is
-two commands and CI runs the README's test command."""
+"""The layout promises of docs/architecture.md#dependencies-between-packages and docs/README.md:
+data folders hold data, every command has help, the README quick start is two commands and CI
+runs the README's test command; the packages depend on each other only as the architecture's
+layers allow (``lint-imports``)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,24 @@ def test_tests_mirror_the_package() -> None:
             if not (package / "__init__.py").is_file():
                 misplaced.append(f"{relative}: no package tracekit/{'/'.join(relative.parts[:-1])}")
     assert not misplaced, misplaced
+
+
+def test_the_architecture_contract_holds() -> None:
+    """``lint-imports`` keeps the contracts of pyproject.toml ``[tool.importlinter]``: the
+    layers of docs/architecture.md#dependencies-between-packages, independent stages, no
+    circle between the modules of any package, a light step marker and recorders."""
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    if find_spec("importlinter") is None:
+        pytest.fail("import-linter is not installed: pip install -e '.[test]'")
+    lint = Path(sys.executable).with_name("lint-imports")
+    command = [str(lint)] if lint.exists() else [
+        sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
+                              "sys.exit(lint_imports_command())"]
+    done = subprocess.run([*command, "--no-cache"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.benchmarks.replicate import replicate
+from tests.benchmarks.replicate import kineto_ranks, replicate
 from tests.support.paths import H200_FIXTURES as FIXTURES
 from tests.support.paths import shared_traces_dir
 from tests.support.query_plans import Plan, watch_plans
@@ -32,7 +32,7 @@ def run(*args: str) -> None:
 def every_command(inputs: list[Path], store: Path, out: Path) -> None:
     """analyze each input, report each run every way, diff, delete."""
     for path in inputs:
-        run("analyze", str(path), "--store", str(store), "--json")
+        run("analyze", str(path), "--store", str(store), "--json", "--jobs", "1")
     for run_id in range(1, len(inputs) + 1):
         run("report", str(run_id), "--store", str(store))
         run("report", str(run_id), "--store", str(store), "--json")
@@ -70,6 +70,10 @@ def test_every_statement_of_every_command_is_linear(tmp_path: Path) -> None:
             target = tmp_path / Path(relative).name.removesuffix(".gz")
             replicate(shared / relative, target, 2)
             inputs.append(target)
+    # a run of several rank files: the parts read in-process (--jobs 1), then merged
+    ranks = tmp_path / "ranks"
+    kineto_ranks(FIXTURES / "torch-trace.pt.trace.json.gz", ranks, 2, copies=2)
+    inputs.append(ranks)
     inputs += rocprof_inputs(tmp_path)
     with watch_plans() as watch:
         every_command(inputs, tmp_path / "store.db", tmp_path)

@@ -110,6 +110,34 @@ def test_synthetic_nsys_export_analyzes_linearly(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_folder_of_rank_files_analyzes_linearly(tmp_path: Path) -> None:
+    """Two Kineto rank files read as parts and merged into one run (in-process: --jobs 1):
+    8x the copies in each file, at most 10x the time."""
+    from tests.benchmarks.replicate import kineto_ranks
+
+    source = FIXTURES / "torch-trace.pt.trace.json.gz"
+    base, big = tmp_path / "base", tmp_path / "big"
+    kineto_ranks(source, base, 2, copies=2)
+    kineto_ranks(source, big, 2, copies=2 * GROWTH)
+
+    def seconds(folder: Path, store_path: Path) -> float:
+        store = open_store(str(store_path))
+        try:
+            start = time.process_time()
+            analyze(store, [folder], AnalysisOptions(jobs=1))
+            return time.process_time() - start
+        finally:
+            store.dispose()
+
+    seconds(base, tmp_path / "warm.db")
+    small = min(seconds(base, tmp_path / f"base{i}.db") for i in range(2))
+    large = seconds(big, tmp_path / "big.db")
+    if large > MAX_RATIO * small:
+        large = min(large, seconds(big, tmp_path / "big2.db"))
+    assert large <= MAX_RATIO * small, f"{large / small:.1f}x ({small:.2f} s -> {large:.2f} s)"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rocpd", "rocprof-json", "rocprof-csv"])
 def test_synthetic_rocprof_outputs_analyze_linearly(kind: str, tmp_path: Path) -> None:
     """The synthetic vLLM-on-ROCm job (HIP launches, graph replays, ROCTx steps) in each

@@ -32,7 +32,8 @@ def analyze(path_or_paths: PathLike | Iterable[PathLike], *, model: PathLike | N
             expect: str | None = None, gpu: str | None = None,
             logs: PathLike | Iterable[PathLike] = (),
             store: RunStore | PathLike | None = None, label: str | None = None,
-            rules: PathLike | Iterable[PathLike] = (), engine: str | None = None) -> Run:
+            rules: PathLike | Iterable[PathLike] = (), engine: str | None = None,
+            jobs: int | None = None, one_run: bool = False, job: str | None = None) -> Run:
     """Analyze trace files as one run and return it (``tracekit analyze FILE…``).
 
     ``model``: a checkpoint folder or config file (what it declares); ``expect``: the declared
@@ -41,9 +42,12 @@ def analyze(path_or_paths: PathLike | Iterable[PathLike], *, model: PathLike | N
     ``logs``: engine logs to scan; ``store``: a RunStore, a path or a URL (default
     ``$TRACEKIT_STORE`` or ``./tracekit.db``); ``label``: a name for the run; ``rules``: extra
     rule pack folders; ``engine``: the engine that ran the trace (``vllm``, ``sglang``,
-    ``trtllm``, ``llama.cpp``) when its markers and logs do not say. The same bytes analyzed
-    again give the stored run (judged again when ``model``/``expect``/``gpu``/``logs``/
-    ``rules``/``engine`` are given).
+    ``trtllm``, ``llama.cpp``) when its markers and logs do not say. Several files are one run
+    when they are the ranks of one job: ``jobs`` worker processes read them (default the
+    machine's cores), ``one_run=True`` keeps files that are not one job as one run anyway,
+    ``job`` adds them to the run of that job. The same bytes analyzed again give the stored
+    run (judged again when ``model``/``expect``/``gpu``/``logs``/``rules``/``engine`` are
+    given).
     """
     from tracekit.analysis import AnalysisOptions, check_inputs
     from tracekit.analysis import analyze as run_analysis
@@ -53,15 +57,17 @@ def analyze(path_or_paths: PathLike | Iterable[PathLike], *, model: PathLike | N
         raise UsageError("analyze() needs at least one trace file")
     if label is not None and not isinstance(label, str):
         raise UsageError(f"label= takes a string, got {label!r}")
-    check_inputs(paths, label)
+    gathered = check_inputs(paths, label)
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+        raise UsageError(f"jobs={jobs!r} is not a number of worker processes (1 or more)")
     if engine is not None and engine not in ENGINES:
         raise UsageError(f"engine={engine!r} is not one of " + ", ".join(ENGINES))
     options = AnalysisOptions(
         model=Path(model) if model is not None else None, expect=expect, gpu=gpu,
         logs=_paths(logs, "logs="), rules_dirs=_paths(rules, "rules="), label=label,
-        engine=engine)
+        engine=engine, jobs=jobs, one_run=bool(one_run), job=job)
     run_store = as_run_store(store)
-    result = run_analysis(run_store.writer(), paths, options)
+    result = run_analysis(run_store.writer(), paths, options, gathered=gathered)
     found = list(result.document.get("warnings", []))
     for message in found:
         warnings.warn(f"tracekit: {message}", UserWarning, stacklevel=2)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tracekit.classifier.model import CONFIDENCE, EVIDENCE, OPS, PATHS
-from tracekit.report.document import CLASSIFICATION_FIELDS, PHASES
+from tracekit.report.document import CLASSIFICATION_FIELDS
+from tracekit.vocabulary import PHASES
 
 #: what a record without a classification row counts as (as in the analysis document)
 UNCLASSIFIED = {"op": "other", "path": "unknown", "evidence": "none", "confidence": "low",

@@ -30,8 +30,9 @@ from tracekit.api.columns import (
 )
 from tracekit.api.frames import Column, code_dtype, frame_of, read_columns
 from tracekit.errors import UsageError
-from tracekit.report.document import CLASSIFICATION_FIELDS, PHASES
+from tracekit.report.document import CLASSIFICATION_FIELDS
 from tracekit.store.db import Store
+from tracekit.vocabulary import PHASES
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, text
 
@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     import pandas as pd
     from plotly.graph_objects import Figure
 
-    from tracekit.api.store import RunStore
+    from tracekit.store.db import Store
+
+
+class RunsStore(Protocol):
+    """What a Run needs of its store (``tracekit.api.store.RunStore`` is the one there is): its
+    URL as messages name it, and the store opened read-only. A protocol, so that this module
+    and the store's, which makes Runs, do not import each other."""
+
+    url: str
+
+    def reader(self) -> Store: ...
 
 
 class Run:
@@ -33,7 +43,7 @@ class Run:
     nanoseconds (``*_ns``); names, ops, paths and phases are pandas categoricals.
     """
 
-    def __init__(self, store: RunStore, run_id: int, *, warnings: Sequence[str] | None = None,
+    def __init__(self, store: RunsStore, run_id: int, *, warnings: Sequence[str] | None = None,
                  existing: bool = False) -> None:
         self.store = store
         self.id = int(run_id)
@@ -101,10 +111,23 @@ class Run:
         return tables.summary(self.document())
 
     def devices(self) -> pd.DataFrame:
-        """The GPUs: index, name, compute capability, arch (and where it came from), SMs."""
+        """The GPUs as the ranks used them: rank, index, name, compute capability, arch (and
+        where it came from), SMs, and the kernels, GPU time and GEMM time by path each ran."""
         from tracekit.api import tables
 
         return tables.devices(self.document())
+
+    def ranks(self) -> pd.DataFrame:
+        """One row per rank (a process that ran kernels): pid, file, host, devices, GPUs,
+        kernels, GPU time, GEMM time by path, GPU time per phase (``prefill_ns`` …)."""
+        from tracekit.api import tables
+
+        return tables.ranks(self.document())
+
+    def iterations(self) -> dict[str, Any] | None:
+        """The steps of each engine iteration lined up across ranks: spread, slowest rank,
+        straggler (the document's ``iterations``; None with fewer than two ranks)."""
+        return self.document().get("iterations")
 
     def gemm_paths(self, by: str | Sequence[str] | None = "phase") -> pd.DataFrame:
         """GEMM time by datatype path: per phase (default), per ``"device"``, both
@@ -132,7 +155,8 @@ class Run:
         return tables.names(self.document())
 
     def launchers(self) -> pd.DataFrame:
-        """The CPU threads that launched the most GPU time (process, thread, kernels)."""
+        """The CPU threads that launched the most GPU time: process and thread with their
+        ids, rank, devices, kernels, GPU time."""
         from tracekit.api import tables
 
         return tables.launchers(self.document())

@@ -20,11 +20,10 @@ from sqlalchemy import Connection
 from tracekit.api.columns import VOCABULARY
 from tracekit.api.frames import Column, frame_of, read_columns, records_frame
 from tracekit.errors import UsageError
-from tracekit.report.document import GEMM_OPS, PHASES
 from tracekit.store.db import Store
 from tracekit.store.runs import RunSummary
 from tracekit.store.sql import text_with_lists
-from tracekit.vocabulary import LAYERS, OUTCOMES, SEVERITIES
+from tracekit.vocabulary import GEMM_OPS, LAYERS, OUTCOMES, PHASES, SEVERITIES
 
 
 def _category(values: Sequence[Any], vocabulary: Sequence[str]) -> pd.Categorical:
@@ -42,15 +41,16 @@ def names(document: dict[str, Any]) -> pd.DataFrame:
         row = {key: entry.get(key) for key in (
             "name", "op", "path", "weights", "activations", "accum", "library", "rule",
             "evidence", "confidence", "reason", "count", "total_ns")}
+        row["convolution"] = bool(entry.get("convolution"))
         row["share"] = entry["total_ns"] / gpu_ns if gpu_ns else 0.0
         for phase in PHASES:
             row[f"{phase}_ns"] = entry["phase_ns"].get(phase, 0)
         rows.append(row)
     frame = records_frame(rows, {
-        "name": None, "op": None, "path": None, "weights": "category",
+        "name": "category", "op": None, "path": None, "weights": "category",
         "activations": "category", "accum": "category", "library": "category",
         "rule": "category", "evidence": None, "confidence": None, "reason": None,
-        "count": "int64", "total_ns": "int64", "share": "float64",
+        "count": "int64", "total_ns": "int64", "convolution": "bool", "share": "float64",
         **{f"{phase}_ns": "int64" for phase in PHASES}})
     for column, vocabulary in VOCABULARY.items():
         frame[column] = _category(frame[column].tolist(), vocabulary)
@@ -155,16 +155,34 @@ def layers(document: dict[str, Any]) -> pd.DataFrame:
 
 
 def devices(document: dict[str, Any]) -> pd.DataFrame:
-    """The run's GPUs as the trace (or ``--gpu``) describes them."""
+    """The run's GPUs as the ranks used them (the trace, or ``--gpu``, describes them): one
+    row per (rank, device number) that ran kernels, then the devices that ran none."""
     return records_frame(document["devices"], {
-        "index": "Int32", "name": None, "compute_capability": None, "arch": None,
-        "arch_source": None, "sm_count": "Int32", "memory_bytes": "Int64", "uuid": None})
+        "rank": "Int32", "index": "Int32", "pid": "Int64", "name": None,
+        "compute_capability": None, "arch": None, "arch_source": None, "sm_count": "Int32",
+        "memory_bytes": "Int64", "uuid": None, "kernels": "int64", "gpu_ns": "int64",
+        "gemm_ns": "int64", "gemm_ns_by_path": None})
+
+
+def ranks(document: dict[str, Any]) -> pd.DataFrame:
+    """One row per rank (process that ran kernels): where it ran, what, per phase."""
+    rows = []
+    for entry in document.get("ranks") or []:
+        row = {key: value for key, value in entry.items() if key != "phase_ns"}
+        row.update({f"{phase}_ns": entry["phase_ns"].get(phase, 0) for phase in PHASES})
+        rows.append(row)
+    return records_frame(rows, {
+        "rank": "int32", "trace_rank": "Int32", "pid": "Int64", "process": None, "file": None,
+        "host": None, "devices": None, "gpus": None, "kernels": "int64", "gpu_ns": "int64",
+        "gemm_ns": "int64", "gemm_ns_by_path": None,
+        **{f"{phase}_ns": "int64" for phase in PHASES}})
 
 
 def launchers(document: dict[str, Any]) -> pd.DataFrame:
     """The CPU threads that launched the most GPU time (the summary's launching threads)."""
     return records_frame(document.get("launchers") or [], {
-        "process": None, "thread": None, "global_tid": "Int64", "kernels": "int64",
+        "global_tid": "Int64", "thread": None, "tid": "Int64", "process": None,
+        "pid": "Int64", "rank": "Int32", "devices": None, "kernels": "int64",
         "gpu_ns": "int64"})
 
 
@@ -230,7 +248,7 @@ def diff(comparison: dict[str, Any]) -> pd.DataFrame:
 def classifications(results: Sequence[Any]) -> pd.DataFrame:
     """``tracekit.classify(names)``: one row per input name, in input order."""
     frame = records_frame([result.as_dict() for result in results], {
-        "name": None, "op": None, "path": None, "weights": "category",
+        "name": "category", "op": None, "path": None, "weights": "category",
         "activations": "category", "accum": "category", "library": "category",
         "rule": "category", "evidence": None, "confidence": None, "reason": None})
     for column, vocabulary in VOCABULARY.items():

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tracekit
 from tracekit.capture import ncu as ncu_tool
 from tracekit.capture import nsys as nsys_tool
 from tracekit.capture import rocprof as rocprof_tool
@@ -125,7 +124,7 @@ def python_program(command: Sequence[str]) -> tuple[str, list[str]]:
 
 def runner_env() -> dict[str, str]:
     """PYTHONPATH so the program's interpreter can import tracekit's runner modules."""
-    package_parent = str(Path(tracekit.__file__).resolve().parent.parent)
+    package_parent = str(Path(__file__).resolve().parents[2])  # the folder holding tracekit/
     current = os.environ.get("PYTHONPATH")
     return {"PYTHONPATH": package_parent + (os.pathsep + current if current else "")}
 

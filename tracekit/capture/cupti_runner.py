@@ -36,6 +36,24 @@ def _demangle(name: str) -> str:
         return name
 
 
+#: environment variables naming the job and this process's rank in it, first present wins:
+#: torchrun's (https://pytorch.org/docs/stable/elastic/run.html#environment-variables), then
+#: Slurm's (https://slurm.schedmd.com/sbatch.html#SECTION_OUTPUT-ENVIRONMENT-VARIABLES)
+JOB_VARIABLES = {"job": ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"),
+                 "rank": ("RANK", "SLURM_PROCID"), "world_size": ("WORLD_SIZE", "SLURM_NTASKS")}
+
+
+def job_environment(environ: Any) -> dict[str, Any]:
+    """The header's ``job``, ``rank`` and ``world_size`` from the launcher's environment."""
+    found: dict[str, Any] = {}
+    for field, names in JOB_VARIABLES.items():
+        value = next((environ[name] for name in names if environ.get(name)), None)
+        if value is None:
+            continue
+        found[field] = int(value) if field != "job" and value.isdigit() else value
+    return found
+
+
 class JsonLinesWriter:
     """Turns CUPTI activity objects into the reader's JSON lines (thread-safe)."""
 
@@ -52,6 +70,7 @@ class JsonLinesWriter:
         record: dict[str, Any] = {"kind": "header", "format": "tracekit-cupti", "version": 1,
                                   "pid": os.getpid(), "process_name": Path(sys.executable).name,
                                   "hostname": socket.gethostname(), "command": command}
+        record.update(job_environment(os.environ))
         try:
             record["cupti_version"] = int(self.cupti.get_version())
         except Exception:  # noqa: BLE001 - optional field

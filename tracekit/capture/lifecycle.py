@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +54,24 @@ def make_run_dir(output: Path | None) -> Path:
         candidate = DEFAULT_RUNS_DIR / f"{stamp}-{suffix}"
     candidate.mkdir(parents=True)
     return candidate.resolve()
+
+
+def discard_run_dir(run_dir: Path, *, existed: bool) -> None:
+    """Remove a run folder that a capture made and never used (its pre-flight failed).
+
+    A folder the user gave with ``-o`` that existed before is left as it was (it may hold
+    the user's files). The ``tracekit-runs`` parent goes too when this folder was all it
+    held.
+    """
+    if existed:
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    parent = run_dir.parent
+    if parent.name == DEFAULT_RUNS_DIR.name:
+        try:
+            parent.rmdir()  # only when empty
+        except OSError:
+            pass
 
 
 def write_record(run_dir: Path, record: Mapping[str, Any]) -> Path:

@@ -18,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-import tracekit
 from tracekit.capture import backends
 from tracekit.capture.engines import (
     EnginePreset,
@@ -35,6 +34,7 @@ from tracekit.capture.lifecycle import (
     ChildOutcome,
     StopPolicy,
     Supervisor,
+    discard_run_dir,
     make_run_dir,
     utc_now,
     write_record,
@@ -43,6 +43,7 @@ from tracekit.capture.ncu import NcuSettings
 from tracekit.capture.nsys import NsysSettings
 from tracekit.capture.workload import Driver, LoadSpec, WorkloadReport
 from tracekit.errors import InputError
+from tracekit.version import __version__
 
 #: exit statuses of a command that ended because tracekit sent it SIGINT/SIGTERM/SIGKILL
 STOPPED_BY_US = (130, 143, 137)
@@ -181,7 +182,7 @@ def base_record(settings: AuditSettings, capture: backends.CapturePlan,
         "tracekit_run": 1,
         "status": "running",
         "run_dir": str(run_dir),
-        "tracekit_version": tracekit.__version__,
+        "tracekit_version": __version__,
         "backend": capture.backend,
         "tool": {"name": capture.backend, "path": capture.tool, "version": capture.tool_version},
         "engine": preset.name if preset else None,
@@ -222,8 +223,15 @@ class _Signals:
 def run_audit(settings: AuditSettings, say: Callable[[str], None]) -> AuditOutcome:
     """Capture: start, drive, stop, clean up, collect, record."""
     backends.check_command(settings.command)
+    existed = settings.output is not None and settings.output.exists()
     run_dir = make_run_dir(settings.output)
-    capture, preset, engine_window, url = plan(settings, run_dir)
+    try:
+        capture, preset, engine_window, url = plan(settings, run_dir)
+    except BaseException:
+        # A pre-flight that fails (no profiler, a backend that cannot run this command)
+        # leaves no run folder behind: nothing ran, there is nothing to keep.
+        discard_run_dir(run_dir, existed=existed)
+        raise
     record = base_record(settings, capture, preset, run_dir)
     write_record(run_dir, record)
     notes = list(capture.notes)

@@ -18,7 +18,6 @@ import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from tracekit.classifier.model import (
     Table,
 )
 from tracekit.classifier.prefilter import KeywordIndex
-from tracekit.datafiles import DataFile, read_toml
+from tracekit.datafiles import RULES_PACKAGE, DataFile, data_folder, read_toml
 from tracekit.errors import RuleFileError
 from tracekit.gpus import parse_arch
 from tracekit.vocabulary import WIDE_PATHS
@@ -66,7 +65,7 @@ _OPERAND_LABELS = ("weights", "activations", "accum")
 
 def builtin_dir() -> Path:
     """The directory holding the built-in rules (the installed ``tracekit.rules`` package)."""
-    return Path(str(resources.files("tracekit.rules")))
+    return data_folder(RULES_PACKAGE)
 
 
 def env_dirs() -> list[Path]:

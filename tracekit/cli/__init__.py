@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from tracekit import __version__
 from tracekit.errors import TracekitError
+from tracekit.version import __version__
 
 #: command name -> "module:attribute" under tracekit.cli
 COMMANDS: dict[str, str] = {
@@ -39,7 +39,29 @@ def fail(message: str, code: int = 2) -> None:
 
 
 class LazyGroup(click.Group):
-    """A click group that imports a command's module only when the command is used."""
+    """A click group that imports a command's module only when the command is used.
+
+    Usage errors click finds itself (a missing argument, a path that does not exist, a
+    value outside a choice) are one line too, like every other bad input: click's own
+    message would be four lines (usage, a "Try" line, a blank, the error).
+    """
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "tracekit"
+            fail(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            click.echo("tracekit: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

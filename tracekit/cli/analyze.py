@@ -35,34 +35,51 @@ from tracekit.vocabulary import ENGINES
               help="Also write the HTML report to this file.")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default=None,
               help="Exit 1 when a finding at or above this severity exists.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes reading several files (default: the machine's cores).")
+@click.option("--one-run", "one_run", is_flag=True,
+              help="Keep several files as one run even when they are not the ranks of one "
+                   "job (different GPUs, hosts or times).")
+@click.option("--job", default=None, metavar="NAME",
+              help="Add the files to the run of job NAME (made by the first analyze that "
+                   "names it): each host's analyze adds its ranks to one run.")
+@click.option("--fresh", is_flag=True,
+              help="Judge a stored run with the options given only (by default the earlier "
+                   "judgement's --model/--expect/--gpu/--log/--rules/--engine are kept unless "
+                   "given again).")
 @click.option("--rehash", is_flag=True,
               help="Recognize a stored trace by its content hash only (by default the same "
                    "path with unchanged size, time and inode is the stored run).")
 def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
             expect: str | None, gpu: str | None, engine: str | None, logs: tuple[Path, ...],
             rules_dirs: tuple[Path, ...], label: str | None, as_json: bool,
-            html_path: Path | None, fail_on: str | None, rehash: bool) -> None:
+            html_path: Path | None, fail_on: str | None, jobs: int | None, one_run: bool,
+            job: str | None, fresh: bool, rehash: bool) -> None:
     """Analyze trace FILES: which arithmetic each GEMM ran, per phase, with a verdict.
 
     FILES: an Nsight Systems report (.nsys-rep, .qdstrm, SQLite export), a torch profiler
-    trace (.json/.json.gz, or a folder of per-rank traces), Nsight Compute CSV or CUPTI
-    records. Several files (or a folder) form one run.
+    trace (.json/.json.gz), Nsight Compute CSV or CUPTI records, or a folder of them (files
+    that are no trace are skipped; a `tracekit audit` run folder brings its engine.log).
+    Several files are one run when they are the ranks of one job (same GPUs, recorded
+    together), read in parallel; others are refused (see --one-run, --job).
 
     \b
     Example:
       tracekit analyze report.nsys-rep --model ./Llama-3.1-8B-NVFP4 --fail-on error
     """
+    from tracekit import progress
     from tracekit.analysis import AnalysisOptions, check_inputs
     from tracekit.analysis import analyze as run_analysis
     from tracekit.expect.context import load_expectations
 
     # Refuse unreadable inputs before the store is even created.
-    check_inputs(files, label)
+    gathered = check_inputs(files, label)
     if html_path is not None and not html_path.absolute().parent.is_dir():
         fail(f"cannot write the report {html_path}: folder {html_path.absolute().parent} "
              "does not exist")
     options = AnalysisOptions(model=model, expect=expect, gpu=gpu, logs=logs,
-                              rules_dirs=rules_dirs, label=label, rehash=rehash, engine=engine)
+                              rules_dirs=rules_dirs, label=label, rehash=rehash, jobs=jobs,
+                              one_run=one_run, job=job, engine=engine, fresh=fresh)
     if fail_on:
         # A CI gate must not pass because a checkpoint path had a typo: with --fail-on, an
         # expectation that cannot be read is bad usage (without it, a warning).
@@ -75,19 +92,24 @@ def analyze(files: tuple[Path, ...], store_url: str | None, model: Path | None,
             fail(f"{problems[0]} (--fail-on needs every --model/--expect/--gpu/--log to be "
                  "readable)")
     store = open_for(store_url, write=True)
-    result = run_analysis(store, list(files), options)
+    with progress.shown(machine_output=as_json):
+        result = run_analysis(store, list(files), options, gathered=gathered)
+        if html_path is not None:
+            from tracekit.report.html import write_html
+
+            with progress.task("writing the HTML report"):
+                write_html(result.document, store, result.run_id, html_path)
     document = result.document
     for warning in document.get("warnings", []):
         click.echo(f"tracekit: warning: {warning}", err=True)
+    for note in result.notes:
+        click.echo(f"tracekit: {note}", err=True)
     if result.existing:
         what = ("judged again with the options given" if options.rejudge
                 else "showing the stored analysis")
         click.echo(f"tracekit: {files[0]} is already in the store as run {result.run_id}; "
                    f"{what}", err=True)
     if html_path is not None:
-        from tracekit.report.html import write_html
-
-        write_html(document, store, result.run_id, html_path)
         click.echo(f"tracekit: report written to {html_path}", err=True)
     if as_json:
         print_json(document)

@@ -131,7 +131,10 @@ def audit(backend: str, engine: str | None, model: Path | None, expect: str | No
             _finish(2, outcome.run_dir, as_json)
         say(f"no trace was captured; see {log}")
         _finish(code or 2, outcome.run_dir, as_json)
-    document = _analyze(outcome, store_url, model, expect, gpu, label)
+    from tracekit import progress
+
+    with progress.shown(machine_output=as_json):
+        document = _analyze(outcome, store_url, model, expect, gpu, label)
     if document is None:
         _finish(code or 2, outcome.run_dir, as_json)
     document["audit"] = {key: outcome.record.get(key) for key in (

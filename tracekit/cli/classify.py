@@ -16,6 +16,7 @@ import click
 from tracekit.classifier import classify_names, load_ruleset
 from tracekit.classifier.model import Classification
 from tracekit.errors import InputError
+from tracekit.report.names import distinct_cuts
 
 
 def read_names(names_file: str) -> list[str]:
@@ -35,8 +36,8 @@ def read_names(names_file: str) -> list[str]:
 
 def _table(results: list[Classification]) -> str:
     rows = [("PATH", "OP", "CONF", "RULE", "NAME")]
-    for r in results:
-        name = r.name if len(r.name) <= 90 else r.name[:87] + "..."
+    names = distinct_cuts([r.name for r in results], 90)
+    for r, name in zip(results, names, strict=True):
         rows.append((r.path, r.op, r.confidence, r.rule or "-", name))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [

@@ -31,25 +31,24 @@ def report(run: str, store_url: str | None, html_path: Path | None, as_json: boo
       tracekit report 3 --html run3.html --perfetto run3.json
       tracekit report -1 --json > run.json
     """
+    from tracekit import progress
     from tracekit.api import RunStore
 
-    with RunStore(store_url) as store:
+    with RunStore(store_url) as store, progress.shown(machine_output=as_json):
         selected = store.run(run)
         document = selected.document()
         if html_path is not None:
-            from tracekit.report.terminal import status_spinner
-
-            with status_spinner("writing the HTML report"):
+            with progress.task("writing the HTML report"):
                 selected.to_html(html_path)
             click.echo(f"tracekit: report written to {html_path}", err=True)
         if perfetto_path is not None:
             from tracekit.report.perfetto import count_kernels, write_perfetto
-            from tracekit.report.terminal import progress_bar
 
-            with progress_bar(count_kernels(store.reader(), selected.id),
-                              "Perfetto export") as advance:
+            with progress.task("Perfetto export", total=count_kernels(store.reader(),
+                                                                        selected.id),
+                               unit="kernels") as task:
                 exported = write_perfetto(store.reader(), selected.id, perfetto_path,
-                                          progress=advance)
+                                          progress=task.advance)
             click.echo(f"tracekit: Perfetto trace written to {perfetto_path} "
                        f"({exported.kernels:,} kernels, {exported.steps:,} steps; open it in "
                        "ui.perfetto.dev)", err=True)

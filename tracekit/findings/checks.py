@@ -18,6 +18,7 @@ from tracekit.findings.model import AttentionTime, Finding, FindingContext, Kern
 from tracekit.findings.outcomes import SIXTEEN_BIT_PATHS
 from tracekit.findings.rules import SEVERITY_ORDER, FindingRules, load_rules
 from tracekit.findings.wording import verdict_fields
+from tracekit.formatting import counted
 from tracekit.gpus import kernel_archs, native_paths, runs_on
 from tracekit.vocabulary import QUANTIZED_PATHS
 
@@ -271,7 +272,7 @@ def _step_findings(ctx: FindingContext, rules: FindingRules) -> list[Finding]:
                 phase=None,
                 share=None,
                 evidence=[{"source": "steps", "marker": 0, "heuristic": ctx.heuristic_steps}],
-                fields={"steps": ctx.heuristic_steps},
+                fields={"steps": counted(ctx.heuristic_steps, "heuristic step")},
             )
         ]
     return [

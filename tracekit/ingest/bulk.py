@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.store.sql import insert_rows
 from tracekit.store.sqlite_files import lenient_text, read_only_uri
 
 #: rows per multi-row insert (or COPY) into the store: big enough that the per-statement cost
@@ -77,14 +78,20 @@ class BulkCopier:
             total += len(rows)
 
     def temp_rows(self, table: str, columns: Sequence[str],
-                  rows: Sequence[Sequence[Any]]) -> None:
+                  rows: Sequence[Sequence[Any]], *, declared: Sequence[str] | None = None
+                  ) -> None:
         """A TEMP table ``table(columns)`` holding ``rows``, where the source SELECTs run.
 
         For small lists computed elsewhere (a side connection's distinct keys): the columns
-        have no declared type, so values keep exactly the type the source gave them.
+        have no declared type, so values keep exactly the type the source gave them;
+        ``declared`` gives each column's declaration instead (``INTEGER PRIMARY KEY`` makes
+        a lookup by that column a rowid search).
         """
+        definitions = (columns if declared is None else
+                       [f"{column} {kind}" for column, kind in zip(columns, declared,
+                                                                  strict=True)])
         self.prepare(f"DROP TABLE IF EXISTS temp.{table}")
-        self.prepare(f"CREATE TEMP TABLE {table} ({', '.join(columns)})")
+        self.prepare(f"CREATE TEMP TABLE {table} ({', '.join(definitions)})")
         if not rows:
             return
         placeholders = ", ".join(f":c{index}" for index in range(len(columns)))
@@ -137,22 +144,3 @@ def mirror_table(connection: sqlite3.Connection, table: str, columns: Sequence[s
 def _postgres_text(value: bytes) -> str:
     """As ``lenient_text``, and NUL (which PostgreSQL text cannot hold) becomes U+2400 ␀."""
     return lenient_text(value).replace("\x00", "\u2400")
-
-
-def insert_rows(connection: Connection, table: str, columns: Sequence[str],
-                rows: Sequence[Sequence[Any]]) -> None:
-    """Insert many rows at once: COPY on PostgreSQL (psycopg 3), executemany elsewhere."""
-    if not rows:
-        return
-    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
-        raw = connection.connection.dbapi_connection
-        with raw.cursor() as cursor:  # type: ignore[union-attr]
-            with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        return
-    placeholders = ", ".join(f":c{index}" for index in range(len(columns)))
-    statement = text(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})")
-    connection.execute(
-        statement, [{f"c{i}": value for i, value in enumerate(row)} for row in rows]
-    )

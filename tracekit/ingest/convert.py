@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
+from tracekit import progress
 from tracekit.errors import InputError, ToolNotFound
 
 NSYS_ENV = "TRACEKIT_NSYS"
@@ -71,16 +74,34 @@ def find_qdstrm_importer() -> Path | None:
     return None
 
 
-def _run(command: list[str], what: str, source: Path) -> None:
-    try:
-        completed = subprocess.run(command, capture_output=True, text=True,
-                                   timeout=EXPORT_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise InputError(f"{source}: {what} did not finish in {EXPORT_TIMEOUT_S} s") from None
-    if completed.returncode != 0:
-        detail = (completed.stderr or completed.stdout).strip().splitlines()
-        last = detail[-1] if detail else f"exit code {completed.returncode}"
-        raise InputError(f"{source}: {what} failed: {last[:300]}")
+#: how often a running converter's output is looked at for the progress bar
+POLL_S = 0.25
+
+
+def _run(command: list[str], what: str, source: Path, output: Path | None = None) -> None:
+    """Run a converter; while it runs, the bytes it has written to ``output`` so far are the
+    progress shown (``tracekit.progress``: nothing unless a person watches)."""
+    with tempfile.TemporaryFile("w+") as log, \
+            progress.task(f"{what}: {source.name}", unit="bytes") as task:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + EXPORT_TIMEOUT_S
+        while True:
+            try:
+                returncode = process.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    process.kill()
+                    process.wait()
+                    raise InputError(f"{source}: {what} did not finish in {EXPORT_TIMEOUT_S} s"
+                                     ) from None
+                if output is not None and output.exists():
+                    task.update(output.stat().st_size)
+        if returncode != 0:
+            log.seek(0)
+            detail = log.read().strip().splitlines()
+            last = detail[-1] if detail else f"exit code {returncode}"
+            raise InputError(f"{source}: {what} failed: {last[:300]}")
 
 
 def nsys_rep_to_sqlite(report: Path, work_dir: Path) -> Path:
@@ -95,7 +116,7 @@ def nsys_rep_to_sqlite(report: Path, work_dir: Path) -> Path:
     work_dir.mkdir(parents=True, exist_ok=True)
     output = work_dir / (report.name.removesuffix(".nsys-rep").removesuffix(".qdrep") + ".sqlite")
     _run([str(nsys), "export", "--type", "sqlite", "--force-overwrite", "true",
-          "-o", str(output), str(report)], "nsys export", report)
+          "-o", str(output), str(report)], "nsys export", report, output)
     if not output.exists():
         raise InputError(f"{report}: nsys export wrote no SQLite file")
     return output
@@ -113,8 +134,8 @@ def qdstrm_to_nsys_rep(stream: Path, work_dir: Path) -> Path:
     staged = work_dir / stream.name
     if staged.resolve() != stream.resolve():
         shutil.copyfile(stream, staged)
-    _run([str(importer), "-i", str(staged)], "QdstrmImporter", stream)
     report = staged.with_suffix(".nsys-rep")
+    _run([str(importer), "-i", str(staged)], "QdstrmImporter", stream, report)
     if not report.exists():
         raise InputError(f"{stream}: QdstrmImporter wrote no .nsys-rep")
     if staged.resolve() != stream.resolve():
@@ -138,7 +159,8 @@ def ncu_rep_to_csv(report: Path, work_dir: Path, *, ncu: Path | None = None) -> 
     work_dir.mkdir(parents=True, exist_ok=True)
     output = work_dir / (report.name.removesuffix(".ncu-rep") + ".csv")
     try:
-        with output.open("w", encoding="utf-8") as sink:
+        with output.open("w", encoding="utf-8") as sink, \
+                progress.task(f"ncu --import: {report.name}"):
             completed = subprocess.run(
                 [str(ncu), "--import", str(report), "--csv", "--page", "raw"],
                 stdout=sink, stderr=subprocess.PIPE, text=True, timeout=NCU_IMPORT_TIMEOUT_S,

@@ -56,6 +56,8 @@ class IngestContext:
     #: a second connection on the source, for reads beside the copy (SQLite sources, when
     #: the caller asked for it; ``tracekit.ingest.side``)
     side: SideWork | None = None
+    #: keep several files as one run even when they are not one job (``--one-run``)
+    one_run: bool = False
 
 
 @dataclass
@@ -68,3 +70,8 @@ class SourceInfo:
     meta_json: str | None = None
     #: record counts the reader knows (``tracekit.store.counts``); the rest are counted
     counts: dict[str, int] | None = None
+    #: what each input file says about where it was recorded, in ``ctx.paths`` order: its
+    #: ``host``, ``job``, distributed ``rank`` and ``world_size``, and ``clock_base_ns``, the
+    #: UTC ns of its stored time 0 (any of them None when the file does not say); readers of
+    #: several files may add the file's own ``counts`` (``tracekit.ingest.jobs``)
+    files: list[dict[str, Any]] | None = None

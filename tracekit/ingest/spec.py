@@ -41,6 +41,11 @@ class NsysMetadata(_Table, frozen=True):
     tables: Names
     schema_version_key: str
     product_version_key: str
+    #: the capture's start (``utcEpochNs``, and the trace clock then, ``systemClockNs``)
+    session_table: str = "TARGET_INFO_SESSION_START_TIME"
+    #: name/value rows describing the target system; ``hostname_key`` names its host
+    system_table: str = "TARGET_INFO_SYSTEM_ENV"
+    hostname_key: str = "Hostname"
 
 
 class NsysTables(_Table, frozen=True):
@@ -172,6 +177,13 @@ class KinetoStore(_Table, frozen=True):
     gpu_annotations: bool = False
 
 
+class KinetoIdentity(_Table, frozen=True):
+    """Top-level keys that say where a trace was recorded (``tracekit.ingest.jobs``)."""
+
+    host: Names = ()
+    job: Names = ()
+
+
 class KinetoModules(_Table, frozen=True):
     """Module frames among the Python frames: the ``cat`` of Python function events and the
     name prefix of the ones that are ``nn.Module`` calls (kept as ``nvtx_ranges`` kind
@@ -187,6 +199,7 @@ class KinetoMapping(_Table, frozen=True):
     categories: KinetoCategories
     args: KinetoArgs
     store: KinetoStore = KinetoStore()
+    identity: KinetoIdentity = KinetoIdentity()
     modules: KinetoModules = KinetoModules()
 
 

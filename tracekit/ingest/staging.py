@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from tracekit.errors import InputError
-from tracekit.ingest.bulk import CHUNK_ROWS, insert_rows
+from tracekit.ingest.bulk import CHUNK_ROWS
+from tracekit.store.sql import insert_rows
 
 #: the key column of a numbered stage table: the row's position in the order rows were added
 ROW_NUMBER = "row_no"

@@ -37,6 +37,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext
 from tracekit.ingest.staging import StageTable, write_rows
@@ -214,9 +215,13 @@ class TraceRows:
         self.connection.execute(text(
             "CREATE INDEX tk_runtime_link ON tk_runtime (file_index, correlation_id)"))
         kernel_tid = "COALESCE(l.tid, k.tid)" if self.kernel_threads else "l.tid"
-        for statement in FINISH_SQL:
-            self.connection.execute(text(statement.replace("{kernel_tid}", kernel_tid)),
-                                    params)
+        # each statement copies one kind of record and resolves its links (kernel → launch
+        # call → CPU op): one step of the bar each
+        with progress.task("linking records", total=len(FINISH_SQL), unit="steps") as task:
+            for statement in FINISH_SQL:
+                self.connection.execute(text(statement.replace("{kernel_tid}", kernel_tid)),
+                                        params)
+                task.advance()
         self._write_processes_and_threads()
         self._write_devices()
         counts = {name.removeprefix("tk_"): table.count for name, table in self.stage.items()

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 from sqlalchemy import Connection, text
 
-from tracekit.ingest.bulk import insert_rows
+from tracekit.store.sql import insert_rows
 from tracekit.vocabulary import LAYER_SOURCES
 
 FRAME_TABLES = ("tk_layer_raw", "tk_layer_frames", "tk_layer_chains")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from tracekit.datafiles import load_table, require
-from tracekit.expect.checkpoint.layers import module_layer
+from tracekit.expect.checkpoint.layer_names import module_layer
 from tracekit.layers.model import Call
 
 MARKERS_FILE = "_layer_markers.toml"

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, text
 
 from tracekit.expect.checkpoint.shape import ModelShape
-from tracekit.ingest.bulk import insert_rows
 from tracekit.layers import frames, markers
 from tracekit.layers.counts import count_call, launch_histogram
 from tracekit.layers.kernels import kernel_call
@@ -55,7 +54,7 @@ from tracekit.layers.modules import (
 from tracekit.layers.shapes import ShapeReading, Signature, read_signatures
 from tracekit.store.counts import run_counts
 from tracekit.store.schema import NVTX_RANGE_KINDS
-from tracekit.store.sql import text_with_lists
+from tracekit.store.sql import insert_rows, text_with_lists
 from tracekit.vocabulary import GEMM_OPS
 
 #: distinct details kept in one row's ``detail`` (the largest by time)

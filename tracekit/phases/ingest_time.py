@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from tracekit.phases import attribute
+from tracekit.phases.marker_steps import marker_texts, prepare_steps
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
-from tracekit.phases.stage import marker_texts, prepare_steps
 
 
 class IngestTimeSteps:

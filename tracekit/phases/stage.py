@@ -12,11 +12,13 @@ ranges: it goes to the heuristics, which say so.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, text
 
+from tracekit.formatting import counted
 from tracekit.phases import attribute, heuristics
+from tracekit.phases.marker_steps import insert_marker_steps, load_marker_table, marker_texts
 from tracekit.phases.markers import MarkerSet, StepInfo, load_markers
 from tracekit.phases.report import PhaseReport
 from tracekit.store.counts import run_counts
@@ -75,51 +77,13 @@ def reset(connection: Connection, run_id: int) -> bool:
     return True
 
 
-def marker_texts(connection: Connection, run_id: int, markers: MarkerSet) -> dict[str, StepInfo]:
-    """Distinct range texts of the run that are step markers, parsed."""
-    likes = markers.prefilters()
-    if not likes:
-        return {}
-    params: dict[str, Any] = {"run_id": run_id}
-    clauses = []
-    for index, like in enumerate(likes):
-        params[f"like{index}"] = like
-        clauses.append(f"text LIKE :like{index}")
-    rows = connection.execute(text_with_lists(
-        "SELECT DISTINCT text FROM nvtx_ranges WHERE run_id = :run_id "
-        "AND kind IN :range_kinds AND text IS NOT NULL "
-        f"AND ({' OR '.join(clauses)})", range_kinds=NVTX_RANGE_KINDS), params)
-    return markers.parse_all(row[0] for row in rows)
-
-
 def _range_count(connection: Connection, run_id: int) -> int:
     return run_counts(connection, run_id)["nvtx_ranges"]
 
 
-def prepare_steps(connection: Connection, run_id: int, infos: dict[str, StepInfo]) -> bool:
-    """Make the run's marker steps before its kernels are copied, and the launch lookup.
-
-    Called by readers that copy kernels in one INSERT … SELECT (nsys): they then select
-    ``attribute.launch_step_join`` for each kernel. ``infos`` are the run's marker texts
-    (``marker_texts``). Returns False — nothing prepared, the stage will do everything
-    later — when there are no step markers, or when a marker range was never closed (its
-    end is the end of the capture, unknown until kernels are in).
-    """
-    if not infos or connection.execute(text_with_lists(
-            "SELECT 1 FROM nvtx_ranges WHERE run_id = :run_id AND end_ns IS NULL "
-            "AND kind IN :range_kinds LIMIT 1", range_kinds=NVTX_RANGE_KINDS),
-            {"run_id": run_id}).first():
-        return False
-    _load_marker_table(connection, infos)
-    _insert_marker_steps(connection, run_id, {"run_id": run_id, "run_end": None})
-    connection.execute(text("DROP TABLE tk_marker_texts"))
-    attribute.load_launch_lookup(connection, run_id)
-    return True
-
-
 def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo], *,
                   kernels_attributed: bool = False) -> PhaseReport:
-    _load_marker_table(connection, infos)
+    load_marker_table(connection, infos)
     params = {"run_id": run_id, "run_end": _capture_end(connection, run_id)}
     marker_ranges, step_ranges = connection.execute(text_with_lists(
         "SELECT COUNT(*), SUM(CASE WHEN m.phase <> 'idle' THEN 1 ELSE 0 END) "
@@ -127,38 +91,12 @@ def _from_markers(connection: Connection, run_id: int, infos: dict[str, StepInfo
         "WHERE n.run_id = :run_id AND n.kind IN :range_kinds",
         range_kinds=NVTX_RANGE_KINDS), params).one()
     if not kernels_attributed:
-        _insert_marker_steps(connection, run_id, params)
+        insert_marker_steps(connection, run_id, params)
     connection.execute(text("DROP TABLE tk_marker_texts"))
     if not kernels_attributed:
         attribute.attribute_by_launch(connection, run_id)
     return _marker_report(connection, run_id, infos, int(marker_ranges or 0),
                           int(step_ranges or 0))
-
-
-def _insert_marker_steps(connection: Connection, run_id: int, params: dict[str, Any]) -> None:
-    """One step per outermost marker range that is not idle (needs ``tk_marker_texts``)."""
-    # Open ranges (never popped) end at the end of the capture, as nsys' projection does.
-    # A marker range nested in an earlier one on the same thread is the same step marked
-    # twice (an engine's marker inside a user's tracekit.mark, say): the outermost range is
-    # the step. A running maximum of earlier ends per thread finds them in the same sort.
-    connection.execute(text_with_lists("""
-        INSERT INTO steps (run_id, nvtx_id, engine, phase, source, text, start_ns, end_ns,
-                           global_tid, global_pid, prefill_tokens, decode_tokens,
-                           prefill_requests, decode_requests)
-        SELECT :run_id, id, engine, phase, 'marker', text, start_ns, end_ns, global_tid,
-               global_pid, prefill_tokens, decode_tokens, prefill_requests, decode_requests
-        FROM (SELECT n.id, n.text, n.start_ns, COALESCE(n.end_ns, :run_end) AS end_ns,
-                     n.global_tid, n.global_pid, m.engine, m.phase, m.prefill_tokens,
-                     m.decode_tokens, m.prefill_requests, m.decode_requests,
-                     MAX(COALESCE(n.end_ns, :run_end)) OVER (
-                         PARTITION BY n.global_tid
-                         ORDER BY n.start_ns, COALESCE(n.end_ns, :run_end) DESC, n.id
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS outer_end
-              FROM nvtx_ranges n JOIN tk_marker_texts m ON m.text = n.text
-              WHERE n.run_id = :run_id AND n.kind IN :range_kinds AND m.phase <> 'idle'
-             ) AS ranges
-        WHERE outer_end IS NULL OR outer_end < end_ns
-        ORDER BY global_tid, start_ns, id""", range_kinds=NVTX_RANGE_KINDS), params)
 
 
 def _marker_report(connection: Connection, run_id: int, infos: dict[str, StepInfo],
@@ -175,8 +113,8 @@ def _marker_report(connection: Connection, run_id: int, infos: dict[str, StepInf
         "SELECT phase, COUNT(*) FROM steps WHERE run_id = :run_id GROUP BY phase"), params)}
     engines = sorted({info.engine for info in infos.values()})
     step_total = sum(steps.values())
-    message = (f"{step_total:,} steps from {', '.join(engines)} step markers; "
-               f"{in_steps:,} kernels attributed")
+    message = (f"{counted(step_total, 'step')} from {', '.join(engines)} step markers; "
+               f"{counted(in_steps, 'kernel')} attributed")
     if step_total == 0:
         message = (f"{marker_ranges:,} {', '.join(engines)} step markers, all idle steps: "
                    "no prefill or decode work to attribute")
@@ -201,16 +139,3 @@ def _capture_end(connection: Connection, run_id: int) -> int | None:
         "WHERE run_id = :run_id) AS ends"), params).scalar()
 
 
-def _load_marker_table(connection: Connection, infos: dict[str, StepInfo]) -> None:
-    connection.execute(text("DROP TABLE IF EXISTS tk_marker_texts"))
-    connection.execute(text(
-        "CREATE TEMPORARY TABLE tk_marker_texts (text TEXT PRIMARY KEY, engine VARCHAR(32), "
-        "phase VARCHAR(16), prefill_tokens BIGINT, decode_tokens BIGINT, "
-        "prefill_requests BIGINT, decode_requests BIGINT)"))
-    connection.execute(text(
-        "INSERT INTO tk_marker_texts VALUES (:text, :engine, :phase, :prefill_tokens, "
-        ":decode_tokens, :prefill_requests, :decode_requests)"),
-        [{"text": marker_text, "engine": info.engine, "phase": info.phase,
-          "prefill_tokens": info.prefill_tokens, "decode_tokens": info.decode_tokens,
-          "prefill_requests": info.prefill_requests, "decode_requests": info.decode_requests}
-         for marker_text, info in infos.items()])

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from rich.table import Table
 from rich.text import Text
 
-from tracekit.report.document import PHASES
+from tracekit.report.names import distinct_cuts
 from tracekit.report.palette import path_rank
 from tracekit.report.terminal import (
     PATH_STYLE,
@@ -23,6 +23,7 @@ from tracekit.report.terminal import (
     format_ns,
     format_rate,
 )
+from tracekit.vocabulary import PHASES
 
 DIFF_VERSION = 1
 #: kernels listed per side in "only in A / only in B"
@@ -241,8 +242,8 @@ def render_diff(diff: dict[str, Any], stream: TextIO | None = None) -> None:
                       title_justify="left", show_edge=False)
         for column in ("time", "count", "op", "path", "name"):
             table.add_column(column, justify="right" if column in ("time", "count") else "left")
-        for entry in entries:
-            name = entry["name"] if len(entry["name"]) <= 90 else entry["name"][:89] + "…"
+        names = distinct_cuts([entry["name"] for entry in entries], 90)
+        for entry, name in zip(entries, names, strict=True):
             table.add_row(format_ns(entry["total_ns"]), f"{entry['count']:,}", entry["op"],
                           Text(entry["path"], style=PATH_STYLE.get(entry["path"], "")),
                           Text(name))

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from tracekit.classifier.convolutions import is_convolution
 from tracekit.store.counts import run_counts
 from tracekit.vocabulary import GEMM_OPS, LAYERS, PHASES, SEVERITIES
 
@@ -43,24 +44,6 @@ def run_header(connection: Connection, run_id: int) -> dict[str, Any]:
         "gpu": row["gpu"],
         "meta": meta,
     }
-
-
-def devices(connection: Connection, run_id: int) -> list[dict[str, Any]]:
-    """The ``devices`` list."""
-    result = []
-    for row in connection.execute(text(
-        "SELECT device_index, name, compute_major, compute_minor, sm_count, memory_bytes, uuid, "
-        "arch, arch_source FROM devices WHERE run_id = :run_id ORDER BY device_index, id"),
-        {"run_id": run_id}).mappings():
-        capability = (f"{row['compute_major']}.{row['compute_minor']}"
-                      if row["compute_major"] is not None else None)
-        result.append({
-            "index": row["device_index"], "name": row["name"],
-            "compute_capability": capability, "arch": row["arch"],
-            "arch_source": row["arch_source"], "sm_count": row["sm_count"],
-            "memory_bytes": row["memory_bytes"], "uuid": row["uuid"],
-        })
-    return result
 
 
 CLASSIFICATION_FIELDS = ("op", "path", "weights", "activations", "accum", "library", "rule",
@@ -95,7 +78,10 @@ def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
         summed["total_ns"] += int(total or 0)
         summed["phase_ns"][phase or "unattributed"] += int(total or 0)
     ordered = sorted(per_name.values(), key=lambda e: (-e["total_ns"], e["name"]))
-    return [entry for entry in ordered if entry["count"] > 0]
+    shown = [entry for entry in ordered if entry["count"] > 0]
+    for entry in shown:  # a convolution computed as an implicit GEMM (rules/_convolutions.toml)
+        entry["convolution"] = entry["op"] in GEMM_OPS and is_convolution(entry["name"])
+    return shown
 
 
 def phases(connection: Connection, run_id: int, kernel_entries: list[dict[str, Any]]
@@ -178,9 +164,11 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
             ) -> dict[str, Any]:
     """Run-wide totals the terminal summary opens with."""
     gemm_by_path: dict[str, int] = defaultdict(int)
+    convolutions = 0
     for entry in kernel_entries:
         if entry["op"] in GEMM_OPS:
             gemm_by_path[entry["path"]] += entry["total_ns"]
+            convolutions += entry["total_ns"] if entry.get("convolution") else 0
     gemm_total = sum(gemm_by_path.values())
     stored = run_counts(connection, run_id)
     counts = {name: stored[name] for name in ("nvtx_ranges", "nvtx_domains", "processes",
@@ -191,22 +179,38 @@ def summary(connection: Connection, run_id: int, kernel_entries: list[dict[str, 
         "gpu_time_ns": sum(e["total_ns"] for e in kernel_entries),
         "gemm_time_ns": gemm_total,
         "gemm_ns_by_path": dict(sorted(gemm_by_path.items(), key=lambda kv: -kv[1])),
+        "convolution_gemm_ns": convolutions,
         "unknown_gemm_share": (gemm_by_path.get("unknown", 0) / gemm_total) if gemm_total else 0.0,
         **{key: int(value) for key, value in counts.items()},
     }
 
 
-def process_names(connection: Connection, run_id: int) -> list[dict[str, Any]]:
-    """Processes and threads that launched kernels, with their GPU time."""
+def process_names(connection: Connection, run_id: int,
+                  rank_of: dict[int | None, int] | None = None) -> list[dict[str, Any]]:
+    """The threads that launched kernels (at most 20, most GPU time first): process and
+    thread by name and id, the rank, the devices their kernels ran on, kernels, GPU time."""
     rows = connection.execute(text(
-        "SELECT g.global_tid, MIN(t.name), MIN(p.name), SUM(g.count), SUM(g.total_ns) "
+        "SELECT g.global_pid, g.global_tid, g.device, MIN(t.name), MIN(t.tid), MIN(p.name), "
+        "MIN(p.pid), SUM(g.count), SUM(g.total_ns) "
         "FROM kernel_groups g "
         "LEFT JOIN threads t ON t.run_id = g.run_id AND t.global_tid = g.global_tid "
         "LEFT JOIN processes p ON p.run_id = g.run_id AND p.global_pid = g.global_pid "
-        "WHERE g.run_id = :run_id GROUP BY g.global_tid "
-        "ORDER BY 5 DESC LIMIT 20"), {"run_id": run_id}).all()
-    return [{"global_tid": tid, "thread": thread, "process": process, "kernels": int(count),
-             "gpu_ns": int(total or 0)} for tid, thread, process, count, total in rows]
+        "WHERE g.run_id = :run_id GROUP BY g.global_pid, g.global_tid, g.device"),
+        {"run_id": run_id}).all()
+    threads: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for gpid, gtid, device, thread, tid, process, pid, count, total in rows:
+        entry = threads.setdefault((gpid, gtid), {
+            "global_tid": gtid, "thread": thread, "tid": tid, "process": process, "pid": pid,
+            "rank": (rank_of or {}).get(gpid), "devices": [], "kernels": 0, "gpu_ns": 0})
+        entry["kernels"] += int(count)
+        entry["gpu_ns"] += int(total or 0)
+        if device is not None and device not in entry["devices"]:
+            entry["devices"].append(int(device))
+    ordered = sorted(threads.values(), key=lambda e: (-e["gpu_ns"], -e["kernels"],
+                                                      str(e["global_tid"])))[:20]
+    for entry in ordered:
+        entry["devices"].sort()
+    return ordered
 
 
 #: the order the layer table lists its groups in
@@ -239,19 +243,24 @@ def build_document(connection: Connection, run_id: int) -> dict[str, Any]:
     phase_table = phases(connection, run_id, kernel_entries)
     verdict_row = connection.execute(text("SELECT verdict FROM runs WHERE id = :r"),
                                      {"r": run_id}).scalar()
+    from tracekit.ranks import iterations, ranks, tables
     from tracekit.roofline.section import roofline_section
 
+    rank_entries, device_entries = tables(connection, run_id)
+    rank_of = {gpid: rank.rank for gpid, rank in ranks(connection, run_id).items()}
     return {
         "tracekit_document": DOCUMENT_VERSION,
         "run": header,
-        "devices": devices(connection, run_id),
+        "devices": device_entries,
+        "ranks": rank_entries,
+        "iterations": iterations(connection, run_id),
         "summary": summary(connection, run_id, kernel_entries),
         "verdict": [line for line in (verdict_row or "").splitlines() if line],
         "phases": phase_table,
         "phase_attribution": phase_attribution(connection, run_id, phase_table),
         "layers": layers(connection, run_id),
         "findings": findings(connection, run_id),
-        "launchers": process_names(connection, run_id),
+        "launchers": process_names(connection, run_id, rank_of),
         "roofline": roofline_section(connection, run_id),
         "kernels": kernel_entries,
     }

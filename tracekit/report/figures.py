@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tracekit.report.document import PHASES
 from tracekit.report.palette import PATH_COLORS, PHASE_COLORS, path_rank
+from tracekit.vocabulary import PHASES
 
 #: beyond this many kernels the timeline draws with WebGL: SVG draws a few thousand crisply
 #: and needs no GPU, but only WebGL keeps panning smooth past that
@@ -228,22 +228,14 @@ def breakdown_figure(phases: dict[str, Any]) -> Figure:
             "textposition": "inside", "marker": {"color": PATH_COLORS.get(path, FALLBACK_COLOR)},
             "hovertemplate": f"{esc(path)}: %{{y:.3f}} ms (%{{text}})<extra>%{{x}}</extra>"})
     layout: dict[str, Any] = {
-        "barmode": "stack", "height": 360, "margin": {"l": 60, "r": 10, "t": 36, "b": 40},
+        # the legend under the bars, the top margin for plotly's toolbar alone (a legend up
+        # there grows under the toolbar once a run has a few paths)
+        "barmode": "stack", "height": 380, "margin": {"l": 60, "r": 10, "t": 30, "b": 80},
         "yaxis": {"title": {"text": "GEMM time (ms)"}},
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
+        "legend": {"orientation": "h", "x": 0, "y": -0.12, "yanchor": "top",
                    "traceorder": "normal"},
         "plot_bgcolor": "#fff"}
     if not shown:
         layout["annotations"] = [{"text": "no GEMM kernels recognized", "showarrow": False,
                                   "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]
     return {"data": traces, "layout": layout}
-
-
-def report_figures(document: dict[str, Any], timeline: dict[str, Any]
-                   ) -> dict[str, Figure | None]:
-    """The report page's charts by element id (the roofline per phase included)."""
-    from tracekit.report.roofline_figure import report_roofline_figures
-
-    return {"tk-timeline": timeline_figure(timeline), "tk-overview": overview_figure(timeline),
-            "tk-breakdown": breakdown_figure(document["phases"]),
-            **report_roofline_figures(document)}

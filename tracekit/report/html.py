@@ -21,17 +21,30 @@ from typing import Any
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from tracekit import __version__
 from tracekit.errors import InputError
-from tracekit.report.document import PHASES
-from tracekit.report.figures import Figure, report_figures
+from tracekit.formatting import format_ns, format_share, roof_label
+from tracekit.report.figures import (
+    Figure,
+    breakdown_figure,
+    overview_figure,
+    timeline_figure,
+)
 from tracekit.report.palette import PATH_COLORS, PATH_ORDER, SEVERITY_COLORS
-from tracekit.report.roofline_figure import DIFF_ID_PREFIX, chart_phases, diff_roofline_figures
-from tracekit.report.terminal import format_ns
+from tracekit.report.roofline_figure import (
+    DIFF_ID_PREFIX,
+    chart_phases,
+    diff_roofline_figures,
+    drawn_phases,
+    report_roofline_figures,
+)
 from tracekit.report.timeline import TimelineOptions, timeline_data
 from tracekit.store.db import Store
+from tracekit.version import __version__
+from tracekit.vocabulary import MATH_OPS, PHASES
 
 TOP_KERNELS = 50
+#: launching threads listed (the busiest first, as the terminal's table)
+LAUNCHER_ROWS = 20
 #: every kernel name gets a row (folded after the top ones) up to this many, so a name the
 #: timeline shows only on hover can still be found with the browser's search
 MAX_KERNEL_ROWS = 5_000
@@ -59,8 +72,9 @@ def environment() -> Environment:
     env = Environment(loader=FunctionLoader(_load_template), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["ns"] = format_ns
-    env.filters["share"] = lambda part, whole: (f"{100 * part / whole:.1f}%" if whole else "–")
+    env.filters["share"] = format_share
     env.globals["path_chip"] = path_chip
+    env.globals["roof_label"] = roof_label
     return env
 
 
@@ -89,7 +103,7 @@ def timeline_note(timeline: dict[str, Any]) -> str:
         return "The run holds no kernel records."
     window = timeline["window"]
     if window["kernels"] >= total:
-        return (f"Every one of the {total:,} kernels is drawn, one row per device and stream, "
+        return (f"Every kernel of the run ({total:,}) is drawn, one row per device and stream, "
                 "coloured by datatype path (non-GEMM kernels in light grey); the bands behind "
                 "them are steps shaded by phase. Hover a kernel for its full name and evidence.")
     overview = timeline["overview"]
@@ -115,13 +129,41 @@ OUTCOME_COLORS = {"silent_fallback": SEVERITY_COLORS["error"],
                   "as_declared": "#2e7d32", "better": "#2e7d32", "excluded": "#777777"}
 
 
+#: layer outcomes that confirm the declaration: only these make the verdict box green
+CONFIRMING_OUTCOMES = frozenset({"as_declared", "better"})
+
+
 def verdict_class(document: dict[str, Any]) -> str:
-    """The verdict box's colour: the worst finding's severity, or ok."""
+    """The verdict box's colour: the worst finding's severity; ok (green) only where a layer's
+    outcome confirms a declaration; otherwise neutral (no checkpoint given, nothing judged)."""
     severities = {finding["severity"] for finding in document.get("findings", [])}
     for severity in ("error", "warning"):
         if severity in severities:
             return severity
-    return "ok" if document.get("verdict") else ""
+    confirmed = any(row.get("outcome") in CONFIRMING_OUTCOMES
+                    for row in document.get("layers") or [])
+    return "ok" if confirmed and document.get("verdict") else "neutral"
+
+
+def report_figures(document: dict[str, Any], timeline: dict[str, Any]
+                   ) -> dict[str, Figure | None]:
+    """The page's charts by element id: the timeline and its overview, the breakdown, and a
+    roofline chart per phase with a GEMM family of known work."""
+    return {"tk-timeline": timeline_figure(timeline), "tk-overview": overview_figure(timeline),
+            "tk-breakdown": breakdown_figure(document["phases"]),
+            **report_roofline_figures(document, drawn_only=True)}
+
+
+def roofline_unknown_reason(roofline: dict[str, Any] | None) -> str | None:
+    """Why no GEMM of the run has known work (the reason covering the most GEMM time), or
+    None when some has."""
+    if not roofline:
+        return None
+    rows = [row for phase in PHASES for row in roofline["phases"].get(phase, [])]
+    if any(row["covered_ns"] for row in rows):
+        return None
+    reasons = [u for row in rows for u in row["unknown"]]
+    return max(reasons, key=lambda u: u["ns"])["reason"] if reasons else "no GEMM time"
 
 
 def page_figures(figures: dict[str, Figure | None]) -> tuple[dict[str, Any], list[str]]:
@@ -159,6 +201,8 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         data_json=script_json(page_data),
         run=document["run"],
         devices=document["devices"],
+        ranks=document.get("ranks") or [],
+        iterations=document.get("iterations"),
         summary=document["summary"],
         verdict=document.get("verdict") or [],
         verdict_class=verdict_class(document),
@@ -178,6 +222,10 @@ def render_html(document: dict[str, Any], timeline: dict[str, Any]) -> str:
         timeline_note=timeline_note(timeline),
         roofline=document.get("roofline"),
         roofline_phases=chart_phases(document.get("roofline")),
+        roofline_charts=drawn_phases(document.get("roofline")),
+        roofline_unknown=roofline_unknown_reason(document.get("roofline")),
+        launchers=(document.get("launchers") or [])[:LAUNCHER_ROWS],
+        math_ops=MATH_OPS,
     )
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tracekit.report.document import PHASES
+from tracekit.formatting import format_ns
 from tracekit.report.figures import FALLBACK_COLOR, Figure, esc, ordered_groups, wrap
 from tracekit.report.palette import PATH_COLORS
-from tracekit.report.terminal import format_ns
+from tracekit.vocabulary import PHASES
 
 #: families drawn per phase and run (the largest by GPU time; the rest are summed in the
 #: phase table and listed in the --json document)
@@ -58,6 +58,12 @@ def chart_phases(roofline: dict[str, Any] | None) -> list[str]:
     if not roofline:
         return []
     return [phase for phase in PHASES if roofline["phases"].get(phase)]
+
+
+def drawn_phases(roofline: dict[str, Any] | None) -> list[str]:
+    """Phases with at least one GEMM family of known work: the ones a chart is drawn for
+    (a chart of roofs without a point says nothing the table does not)."""
+    return list(chart_data(roofline)["phases"])
 
 
 def _point_hover(point: dict[str, Any]) -> str:
@@ -124,9 +130,13 @@ def roofline_figure(roofs: list[dict[str, Any]], series: list[tuple[str, str, li
                 f"({estimate['tflops']:.3g} TFLOP/s at most)"
                 + (f", at most {100 * saving:.0f}% less time" if saving is not None else "")
                 + "<extra></extra>")})
+    # The legend goes under the x axis title: above the plot it shared the top margin with
+    # plotly's toolbar (the mode bar, drawn at the top right on hover) and was covered by it.
+    # The top margin holds the toolbar alone, clear of the plot area.
     layout: dict[str, Any] = {
-        "height": 400, "margin": {"l": 70, "r": 10, "t": 30, "b": 50}, "hovermode": "closest",
-        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
+        "height": 480, "margin": {"l": 70, "r": 10, "t": 30, "b": 130},
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top",
                    "font": {"size": 11}},
         "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP/byte)"},
                   "range": [math.log10(x_low), math.log10(x_high)]},
@@ -140,13 +150,16 @@ def roofline_figure(roofs: list[dict[str, Any]], series: list[tuple[str, str, li
     return {"data": traces, "layout": layout}
 
 
-def report_roofline_figures(document: dict[str, Any]) -> dict[str, Figure]:
-    """The report's roofline charts by element id (``tk-roofline-<phase>``)."""
+def report_roofline_figures(document: dict[str, Any], *, drawn_only: bool = False
+                            ) -> dict[str, Figure]:
+    """The report's roofline charts by element id (``tk-roofline-<phase>``): every phase
+    with GEMM time, or with ``drawn_only`` those with a point to draw (the HTML page)."""
     roofline = document.get("roofline")
     data = chart_data(roofline)
+    phases = drawn_phases(roofline) if drawn_only else chart_phases(roofline)
     return {f"{ID_PREFIX}{phase}": roofline_figure(
         data["roofs"], [("", "circle", data["phases"].get(phase, []))],
-        data["estimates"].get(phase)) for phase in chart_phases(roofline)}
+        data["estimates"].get(phase)) for phase in phases}
 
 
 def diff_roofline_figures(diff: dict[str, Any]) -> dict[str, Figure]:

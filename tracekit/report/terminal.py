@@ -6,21 +6,26 @@ Rendered with rich: colours on a TTY, plain text when piped (rich decides from t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any, TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracekit.report.document import PHASES
+from tracekit.formatting import counted, format_ns, format_rate, format_share, roof_label
+from tracekit.report.names import distinct_cuts
+from tracekit.vocabulary import PHASES
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 PATH_STYLE = {"fp4": "magenta", "fp8": "blue", "int8": "green", "weight_only": "red",
               "bf16": "yellow", "fp16": "yellow", "unknown": "dim"}
 TOP_KERNELS = 15
 NAME_WIDTH = 90
+#: the kernel-name column is cut (with an ellipsis) to the width left, but never below this
+NAME_MIN_WIDTH = 12
+#: the rank table's process, file and GPU cells are cut to one line of at most this
+RANK_TEXT_WIDTH = 40
 
 
 class PipeSafeConsole(Console):
@@ -34,28 +39,69 @@ class PipeSafeConsole(Console):
         raise BrokenPipeError
 
 
-def format_ns(ns: int | float) -> str:
-    """Human duration: 1.23 s, 45.6 ms, 789 µs, 12 ns."""
-    value = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}" if value / scale < 100 else \
-                f"{value / scale:.0f} {unit}"
-    return f"{value:.0f} ns"
+#: the width of the summary when it is not printed on a terminal (a pipe, a file, a test)
+PIPE_WIDTH = 140
 
 
-def _share(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "–"
+def _table(console: Console, title: str, columns: list[tuple[str, str, bool]]) -> Table:
+    """A table whose title is printed above it as a line of its own, so that a title wider
+    than a narrow table never wraps inside the table's width. ``columns`` are (header,
+    justify, wraps): a column that does not wrap keeps each value on one line; the columns
+    that wrap (prose) give way when the terminal is narrow."""
+    console.print(Text(title, style="bold"))
+    table = Table(show_edge=False, pad_edge=False)
+    for header, justify, wraps in columns:
+        table.add_column(header, justify=justify, no_wrap=not wraps)  # type: ignore[arg-type]
+    return table
 
 
-def _short(name: str, width: int = NAME_WIDTH) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+def _plain(value: object) -> str:
+    return value.plain if isinstance(value, Text) else str(value)
 
 
-def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
-    """Print the summary of one analysis document."""
-    console = PipeSafeConsole(file=stream or sys.stdout, highlight=False, soft_wrap=False,
-                      width=None if (stream or sys.stdout).isatty() else 140)
+def _print_table(console: Console, table: Table) -> None:
+    """Print ``table`` within the terminal's width, wrapping its prose columns between words
+    and never inside one.
+
+    rich squeezes the widest wrapping columns alike when a table is too wide, which cuts
+    ``weight_only`` into ``weight_…``; here each wrapping column gets at least its longest
+    word (or its preset ``min_width``) and the room left is shared in proportion to what each
+    would need for one line.
+    """
+    columns = table.columns
+    natural = [max(cell_len(line) for value in (column.header, *column.cells)
+                   for line in _plain(value).splitlines() or [""]) for column in columns]
+    overhead = 3 * len(columns) - 1 - (2 if not table.pad_edge else 0)
+    wrapping = [i for i, column in enumerate(columns) if not column.no_wrap]
+    room = console.width - overhead - sum(w for i, w in enumerate(natural) if i not in wrapping)
+    if not wrapping or sum(natural[i] for i in wrapping) <= room:
+        console.print(table)
+        return
+    least = {i: columns[i].min_width or max(
+        (len(word) for value in (columns[i].header, *columns[i].cells)
+         for word in _plain(value).split()), default=1) for i in wrapping}
+    spare = max(0, room - sum(least.values()))
+    wanted = {i: max(0, natural[i] - least[i]) for i in wrapping}
+    total = sum(wanted.values()) or 1
+    for i in wrapping:
+        columns[i].width = least[i] + spare * wanted[i] // total
+    console.print(table)
+
+
+def _one_line(value: str, width: int = NAME_WIDTH) -> Text:
+    """A long value (a kernel name) cut to one line: at ``width``, or earlier with an
+    ellipsis where the terminal is narrower."""
+    text = value if len(value) <= width else value[: width - 1] + "…"
+    return Text(text, no_wrap=True, overflow="ellipsis")
+
+
+def render(document: dict[str, Any], stream: TextIO | None = None, *,
+           width: int | None = None) -> None:
+    """Print the summary of one analysis document: at the terminal's width on a terminal,
+    else at ``width`` (default :data:`PIPE_WIDTH`)."""
+    out = stream or sys.stdout
+    console = PipeSafeConsole(file=out, highlight=False, soft_wrap=False,
+                              width=width or (None if out.isatty() else PIPE_WIDTH))
     run = document["run"]
     summary = document["summary"]
     for sentence in document.get("verdict") or []:
@@ -67,11 +113,15 @@ def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
         (str(run["source"]), ""), ("  ", ""),
         (f"{run['format']} {run.get('producer_version') or ''}".strip(), "dim")))
     console.print(
-        f"{summary['kernel_count']:,} kernels · {summary['unique_kernel_names']:,} unique names · "
-        f"GPU time {format_ns(summary['gpu_time_ns'])} · GEMM {format_ns(summary['gemm_time_ns'])} "
-        f"· NVTX ranges {summary.get('nvtx_ranges', 0):,} · processes "
-        f"{summary.get('processes', 0)} · threads {summary.get('threads', 0)}")
-    _devices(console, document["devices"])
+        f"{counted(summary['kernel_count'], 'kernel')} · "
+        f"{counted(summary['unique_kernel_names'], 'unique name')} · "
+        f"GPU time {format_ns(summary['gpu_time_ns'])} · GEMM {format_ns(summary['gemm_time_ns'])}"
+        f"{_convolution_part(summary)} · {counted(summary.get('nvtx_ranges', 0), 'NVTX range')} · "
+        f"{counted(summary.get('processes', 0), 'process', 'processes')} · "
+        f"{counted(summary.get('threads', 0), 'thread')}")
+    _devices(console, document["devices"], several=len(document.get("ranks") or []) > 1)
+    _ranks(console, document.get("ranks") or [])
+    _iterations(console, document.get("iterations"))
     _gemm_paths(console, summary)
     _phases(console, document["phases"])
     _layers(console, document.get("layers") or [])
@@ -81,17 +131,91 @@ def render(document: dict[str, Any], stream: TextIO | None = None) -> None:
     _findings(console, document["findings"])
 
 
-def _devices(console: Console, devices: list[dict[str, Any]]) -> None:
+def _convolution_part(summary: dict[str, Any]) -> str:
+    """`` (2.4 ms of it convolutions)`` when convolutions computed as implicit GEMMs count in
+    the GEMM time, so a vision model's GEMM time is not read as linear layers."""
+    ns = summary.get("convolution_gemm_ns") or 0
+    return f" ({format_ns(ns)} of it convolutions)" if ns else ""
+
+
+def _devices(console: Console, devices: list[dict[str, Any]], *, several: bool = False
+             ) -> None:
+    """One row per device; with several ranks, whose it is and what ran on it."""
     if not devices:
         return
-    table = Table(title="devices", title_justify="left", show_edge=False)
-    for column in ("index", "name", "cc", "arch", "SMs"):
-        table.add_column(column)
+    columns = [("index", "left", False), ("name", "left", True), ("cc", "left", False),
+               ("arch", "left", False), ("SMs", "right", False)]
+    if several:
+        columns = [("rank", "left", False), *columns, ("kernels", "right", False),
+                   ("GPU time", "right", False), ("GEMM by path", "left", True)]
+    table = _table(console, "devices", columns)
     for device in devices:
-        table.add_row(str(device["index"]), device["name"] or "(not in trace)",
-                      device["compute_capability"] or "–", device["arch"] or "–",
-                      str(device["sm_count"] or "–"))
-    console.print(table)
+        row = [str(device["index"]), device["name"] or "(not in trace)",
+               device["compute_capability"] or "–", device["arch"] or "–",
+               str(device["sm_count"] or "–")]
+        if several:
+            rank = device.get("rank")
+            row = [str(rank) if rank is not None else "–", *row,
+                   f"{device.get('kernels', 0):,}", format_ns(device.get("gpu_ns", 0)),
+                   _paths(device.get("gemm_ns_by_path") or {}, device.get("gemm_ns", 0))]
+        table.add_row(*row)
+    _print_table(console, table)
+
+
+def _paths(by_path: dict[str, int], total: int) -> str:
+    return ", ".join(f"{path} {format_share(ns, total)}" for path, ns in
+                     sorted(by_path.items(), key=lambda kv: -kv[1])) or "–"
+
+
+def _ranks(console: Console, ranks: list[dict[str, Any]]) -> None:
+    """Per rank (process): where it ran, what it ran, per phase — only with several."""
+    if len(ranks) < 2:
+        return
+    table = _table(console, "ranks", [
+        ("rank", "right", False), ("process", "left", True), ("file", "left", True),
+        ("GPU", "left", True), ("devices", "left", False), ("kernels", "right", False),
+        ("GPU time", "right", False), ("GEMM", "right", False), ("GEMM by path", "left", True),
+        ("prefill", "right", False), ("decode", "right", False)])
+    for index in (1, 2, 3):  # process, file and GPU give way (cut) before the numbers do
+        table.columns[index].min_width = NAME_MIN_WIDTH
+    for rank in ranks:
+        where = f"{rank['process'] or '–'} ({rank['pid']})" if rank["pid"] is not None \
+            else (rank["process"] or "–")
+        if rank.get("host"):
+            where += f" @ {rank['host']}"
+        phase_ns = rank.get("phase_ns") or {}
+        table.add_row(str(rank["rank"]), _one_line(where, RANK_TEXT_WIDTH),
+                      _one_line(rank.get("file") or "–", RANK_TEXT_WIDTH),
+                      _one_line(", ".join(rank.get("gpus") or []) or "–", RANK_TEXT_WIDTH),
+                      ", ".join(str(d) for d in rank.get("devices") or []) or "–",
+                      f"{rank['kernels']:,}", format_ns(rank["gpu_ns"]),
+                      format_ns(rank["gemm_ns"]),
+                      _paths(rank["gemm_ns_by_path"], rank["gemm_ns"]),
+                      format_ns(phase_ns.get("prefill", 0)),
+                      format_ns(phase_ns.get("decode", 0)))
+    _print_table(console, table)
+
+
+def _iterations(console: Console, iterations: dict[str, Any] | None) -> None:
+    """The steps of each iteration lined up across ranks: spread and the slowest rank."""
+    if not iterations:
+        return
+    aligned, ranks = iterations["aligned"], iterations["ranks"]
+    counts = iterations["steps_per_rank"]
+    line = (f"iterations: {aligned:,} steps of each of {ranks} ranks lined up"
+            + ("" if len(set(counts.values())) == 1 else
+               f" (ranks recorded {'/'.join(str(n) for n in counts.values())} steps)"))
+    if aligned:
+        mean, top = iterations["mean_spread_ns"], iterations["max_spread_ns"]
+        line += (f"; spread (slowest − fastest rank) mean {format_ns(mean)}, "
+                 f"max {format_ns(top)}")
+    console.print(line)
+    for entry in iterations["slowest"][:3]:
+        console.print(Text(
+            f"  rank {entry['rank']} slowest in {entry['iterations']:,} of {aligned:,} "
+            f"({100 * entry['share']:.0f}%), on average {100 * entry['mean_excess']:.1f}% "
+            "slower than the other ranks", style="bold" if entry["rank"] ==
+            iterations.get("straggler") else ""))
 
 
 def _gemm_paths(console: Console, summary: dict[str, Any]) -> None:
@@ -99,14 +223,17 @@ def _gemm_paths(console: Console, summary: dict[str, Any]) -> None:
     if not by_path:
         console.print("GEMM time by path: no GEMM kernels recognized")
         return
-    table = Table(title="GEMM time by datatype path", title_justify="left", show_edge=False)
-    table.add_column("path")
-    table.add_column("time", justify="right")
-    table.add_column("share", justify="right")
+    title = "GEMM time by datatype path"
+    if summary.get("convolution_gemm_ns"):
+        title += (f" ({format_ns(summary['convolution_gemm_ns'])} of it convolutions computed "
+                  "as implicit GEMMs)")
+    table = _table(console, title,
+                   [("path", "left", False), ("time", "right", False), ("share", "right", False)])
     total = summary["gemm_time_ns"]
     for path, ns in by_path.items():
-        table.add_row(Text(path, style=PATH_STYLE.get(path, "")), format_ns(ns), _share(ns, total))
-    console.print(table)
+        table.add_row(Text(path, style=PATH_STYLE.get(path, "")), format_ns(ns),
+                      format_share(ns, total))
+    _print_table(console, table)
     if summary["unknown_gemm_share"]:
         console.print(f"unknown: {100 * summary['unknown_gemm_share']:.1f}% of GEMM time has no "
                       "determined datatype path")
@@ -117,21 +244,21 @@ def _phases(console: Console, phases: dict[str, Any]) -> None:
         console.print("phases: nothing could be attributed to prefill, decode or mixed steps "
                       "(no step markers and no heuristic signal)")
         return
-    table = Table(title="phases", title_justify="left", show_edge=False)
-    for column in ("phase", "source", "steps", "tokens (prefill/decode)", "GPU time", "GEMM time",
-                   "GEMM by path"):
-        table.add_column(column)
+    table = _table(console, "phases", [
+        ("phase", "left", False), ("source", "left", False), ("steps", "right", False),
+        ("tokens prefill/decode", "right", True), ("GPU time", "right", False),
+        ("GEMM time", "right", False), ("GEMM by path", "left", True)])
     for phase in PHASES:
         data = phases[phase]
         if not data["gpu_ns"] and not data["steps"]:
             continue
         gemm = data["gemm_ns"]
-        by_path = ", ".join(f"{path} {_share(ns, gemm)}" for path, ns in
+        by_path = ", ".join(f"{path} {format_share(ns, gemm)}" for path, ns in
                             sorted(data["gemm_ns_by_path"].items(), key=lambda kv: -kv[1]))
         table.add_row(phase, data["source"] or "–", str(data["steps"]),
                       f"{data['prefill_tokens']:,}/{data['decode_tokens']:,}",
                       format_ns(data["gpu_ns"]), format_ns(gemm), by_path or "–")
-    console.print(table)
+    _print_table(console, table)
 
 
 OUTCOME_STYLE = {"silent_fallback": "bold red", "degraded": "bold red",
@@ -147,12 +274,10 @@ def _layers(console: Console, rows: list[dict[str, Any]]) -> None:
     can run for it, what ran, and the outcome (shown when something was declared)."""
     if not rows or all(row["outcome"] == "no_declaration" for row in rows):
         return
-    table = Table(title="layers (each judged against what it declares)", title_justify="left",
-                  show_edge=False)
-    for column, justify in (("phase", "left"), ("layer", "left"), ("declared", "left"),
-                            ("expected here", "left"), ("ran", "left"),
-                            ("share", "right"), ("outcome", "left"), ("told by", "left")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table = _table(console, "layers (each judged against what it declares)", [
+        ("phase", "left", False), ("layer", "left", False), ("declared", "left", True),
+        ("expected", "left", True), ("ran", "left", True), ("share", "right", False),
+        ("outcome", "left", True), ("told by", "left", True)])
     previous = None
     for row in rows[:LAYER_ROWS]:
         expected = row.get("expected") or "–"
@@ -170,20 +295,19 @@ def _layers(console: Console, rows: list[dict[str, Any]]) -> None:
                            style=OUTCOME_STYLE.get(row["outcome"], "")),
                       ", ".join(row.get("sources") or []) or "–")
         previous = row["phase"]
-    console.print(table)
+    _print_table(console, table)
     if len(rows) > LAYER_ROWS:
         console.print(Text(f"  … {len(rows) - LAYER_ROWS} more rows in --json (layers)",
                            style="dim"))
 
 
-def format_rate(value: float | None, unit: str) -> str:
-    """A throughput from its base unit per second: 1.23 TB/s, 456 GB/s, 12.3 TFLOP/s."""
-    if value is None:
-        return "–"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}/s"
-    return f"{value:.3g} {unit}/s"
+def _bound(row: dict[str, Any], gpu: dict[str, Any] | None) -> str:
+    if row["covered_ns"] <= 0:
+        return row["bound"] or "–"
+    if row["roof_tflops"] is None:
+        return "no roof for this path"
+    return roof_label(row["bound"], row["roof_math"], row["roof_tflops"],
+                      gpu.get("memory_gbps") if gpu else None)
 
 
 def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
@@ -207,22 +331,16 @@ def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
             console.print(Text(f"what the fallback costs: no estimate ({phases}) without the "
                                "GEMMs' work", style="dim"))
         return
-    table = Table(title=f"roofline ({where})", title_justify="left", show_edge=False)
-    for column, justify in (("phase", "left"), ("path", "left"), ("GEMM time", "right"),
-                            ("work known", "right"), ("achieved", "right"),
-                            ("bandwidth", "right"), ("FLOP/B", "right"), ("bound", "left"),
-                            ("of roof", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table = _table(console, f"roofline ({where})", [
+        ("phase", "left", False), ("path", "left", False), ("GEMM time", "right", False),
+        ("work known", "right", True), ("achieved", "right", False),
+        ("bandwidth", "right", False), ("FLOP/B", "right", False), ("bound", "left", True),
+        ("of roof", "right", True)])
     unknown_notes: list[str] = []
     for phase in PHASES:
         for index, row in enumerate(roofline["phases"].get(phase, [])):
             known = row["covered_ns"] > 0
-            bound = row["bound"] or "–"
-            if known and row["roof_tflops"] is not None:
-                bound = (f"{bound} "
-                         f"({row['roof_math'].upper()} roof {row['roof_tflops']:,.0f} TFLOP/s)")
-            elif known:
-                bound = "no roof for this path"
+            bound = _bound(row, gpu)
             table.add_row(
                 phase if index == 0 else "",
                 Text(row["path"], style=PATH_STYLE.get(row["path"], "")),
@@ -239,7 +357,7 @@ def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
                 top = row["unknown"][0]
                 unknown_notes.append(f"{phase} {row['path']}: {format_ns(top['ns'])} without "
                                      f"known work — {top['reason']}")
-    console.print(table)
+    _print_table(console, table)
     for note in unknown_notes[:6]:
         console.print(Text(f"  {note}", style="dim"))
     estimates = roofline.get("fallback") or []
@@ -250,31 +368,62 @@ def _roofline(console: Console, roofline: dict[str, Any] | None) -> None:
         console.print(Text(f"  model: {roofline['fallback_model']}", style="dim"))
 
 
+def operand_types(entry: dict[str, Any]) -> str:
+    """A kernel's operand types as activations × weights (``e4m3×e2m1``: FP8 activations,
+    FP4 weights), ``?`` for the side not known, ``–`` when neither is."""
+    activations, weights = entry.get("activations"), entry.get("weights")
+    if not activations and not weights:
+        return "–"
+    return f"{activations or '?'}×{weights or '?'}"
+
+
 def _top_kernels(console: Console, kernels: list[dict[str, Any]], gpu_ns: int) -> None:
-    table = Table(title=f"top kernels by GPU time (of {len(kernels):,})", title_justify="left",
-                  show_edge=False)
-    for column, justify in (("time", "right"), ("share", "right"), ("count", "right"),
-                            ("op", "left"), ("path", "left"), ("name", "left")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for entry in kernels[:TOP_KERNELS]:
-        table.add_row(format_ns(entry["total_ns"]), _share(entry["total_ns"], gpu_ns),
-                      f"{entry['count']:,}", entry["op"],
+    table = _table(console, f"top kernels by GPU time (of {len(kernels):,})", [
+        ("time", "right", False), ("share", "right", False), ("count", "right", False),
+        ("op", "left", False), ("path", "left", False), ("operands", "left", False),
+        ("name", "left", True)])
+    table.columns[-1].min_width = NAME_MIN_WIDTH  # cut to one line, not wrapped
+    shown = kernels[:TOP_KERNELS]
+    names = distinct_cuts([entry["name"] for entry in shown], NAME_WIDTH)
+    for entry, name in zip(shown, names, strict=True):
+        table.add_row(format_ns(entry["total_ns"]), format_share(entry["total_ns"], gpu_ns),
+                      f"{entry['count']:,}",
+                      f"{entry['op']} (conv)" if entry.get("convolution") else entry["op"],
                       Text(entry["path"], style=PATH_STYLE.get(entry["path"], "")),
-                      Text(_short(entry["name"])))
-    console.print(table)
+                      operand_types(entry), _one_line(name))
+    _print_table(console, table)
 
 
 def _launchers(console: Console, launchers: list[dict[str, Any]]) -> None:
-    named = [item for item in launchers if item["thread"] or item["process"]]
+    """The launching threads: process and thread with their ids, rank, devices."""
+    named = [item for item in launchers if item["thread"] or item["process"]
+             or item.get("pid") is not None]
     if not named:
         return
-    table = Table(title="launching threads", title_justify="left", show_edge=False)
-    for column in ("process", "thread", "kernels", "GPU time"):
-        table.add_column(column)
+    several = len({item.get("rank") for item in named}) > 1
+    columns = [("process (pid)", "left", True), ("thread (tid)", "left", True),
+               ("devices", "left", False), ("kernels", "right", False),
+               ("GPU time", "right", False)]
+    if several:
+        columns.insert(0, ("rank", "right", False))
+    table = _table(console, "launching threads", columns)
     for item in named[:8]:
-        table.add_row(Text(item["process"] or "–"), Text(item["thread"] or "–"),
-                      f"{item['kernels']:,}", format_ns(item["gpu_ns"]))
-    console.print(table)
+        row: list[Text | str] = [
+            Text(_with_id(item["process"], item.get("pid"))),
+            Text(_with_id(item["thread"], item.get("tid"))),
+            ", ".join(str(d) for d in item.get("devices") or []) or "–",
+            f"{item['kernels']:,}", format_ns(item["gpu_ns"])]
+        if several:
+            rank = item.get("rank")
+            row.insert(0, str(rank) if rank is not None else "–")
+        table.add_row(*row)
+    _print_table(console, table)
+
+
+def _with_id(name: str | None, number: int | None) -> str:
+    if number is None:
+        return name or "–"
+    return f"{name or '?'} ({number})"
 
 
 def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
@@ -285,39 +434,3 @@ def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
         console.print(Text.assemble(
             (f"  {finding['severity']:<8}", SEVERITY_STYLE.get(finding["severity"], "")),
             (f"{finding['rule']}: ", "dim"), (finding["message"], "")))
-
-
-@contextmanager
-def progress_bar(total: int, description: str, *, minimum: int = 200_000
-                 ) -> Iterator[Callable[[int], None] | None]:
-    """A rich progress bar on stderr for long jobs, yielding its ``advance(n)`` callback.
-
-    Yields None (no bar) when stderr is not a terminal or the job is small, so piped output
-    and logs stay clean.
-    """
-    if total < minimum or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n: progress.advance(task, n)
-
-
-@contextmanager
-def status_spinner(message: str) -> Iterator[None]:
-    """A spinner on stderr while a step of unknown length runs; nothing when not a terminal."""
-    if not sys.stderr.isatty():
-        yield
-        return
-    with Console(file=sys.stderr).status(message):
-        yield

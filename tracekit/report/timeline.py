@@ -23,8 +23,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.report.document import GEMM_OPS
 from tracekit.store.sql import text_with_lists
+from tracekit.vocabulary import GEMM_OPS
 
 #: kernels drawn one by one in the detail window
 DEFAULT_KERNEL_BUDGET = 50_000

@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from tracekit.formatting import format_ns
 from tracekit.gpus import GpuModel
 from tracekit.roofline.families import Family
 from tracekit.roofline.model import Roof, roof_for
@@ -226,8 +227,6 @@ def _top_reason(families: Sequence[Family]) -> str:
 
 
 def _ns(value: float) -> str:
-    from tracekit.report.terminal import format_ns
-
     return format_ns(value)
 
 

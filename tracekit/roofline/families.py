@@ -27,9 +27,9 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.report.document import GEMM_OPS
 from tracekit.roofline.work import Unknown, Work, op_work
 from tracekit.store.sql import text_with_lists
+from tracekit.vocabulary import GEMM_OPS
 
 #: Each GEMM launch follows ``kernels.cpu_op_id`` (the framework op that launched it, resolved
 #: once at ingest) to its op: the run's kernels are the outer loop (SQLite keeps a CROSS
@@ -180,11 +180,25 @@ def _op_presence(connection: Connection, run_id: int) -> tuple[bool, bool]:
     return True, bool(has_shapes)
 
 
+#: how to record a torch profiler trace whose ops carry their operand shapes
+RECORD_SHAPES = ("torch.profiler.profile(record_shapes=True), vLLM's "
+                 "--profiler-config.torch_profiler_record_shapes true, or "
+                 "tracekit audit --backend torch (which sets it)")
+
+
 def _unlinked_reason(has_ops: bool, has_shapes: bool) -> str:
+    """Why launches without a linked op with shapes (and without counters) have no work."""
     if not has_ops:
         return ("the trace records no framework ops or counters: only the kernel name and "
                 "grid are known (a torch profiler trace with record_shapes=True, or ncu "
                 "counters, gives the work)")
+    if not has_shapes:
+        # Whether a launch is linked to its op or not, an op without shapes tells no work:
+        # say what is missing, not that the link is (older Kineto traces link kernels to
+        # their launch call only, while the kernels do sit inside aten::linear & co.).
+        return ("the trace was recorded without operand shapes (record_shapes off), so no "
+                f"framework op tells a GEMM's work: record with {RECORD_SHAPES}, or add ncu "
+                "counters")
     return ("these launches are not linked to a framework op (CUDA graph replays, or launches "
             "outside a recorded op)")
 

@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import Connection
 
 from tracekit.gpus import GpuModel, ModelMatch, gpu_model
-from tracekit.report.document import PHASES
 from tracekit.roofline.fallback import MODEL_TEXT, estimate, fallback_claims
 from tracekit.roofline.families import Family, gemm_families
 from tracekit.roofline.model import PathSummary, Roof, by_phase_and_path, roof_for
 from tracekit.run_gpu import stored_run_gpu
+from tracekit.vocabulary import PHASES
 
 #: families listed one by one in the document (the sums per phase and path cover them all)
 MAX_FAMILIES = 2_000

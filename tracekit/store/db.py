@@ -65,7 +65,7 @@ def _alembic_config(connection: Connection):  # type: ignore[no-untyped-def]
 #: The newest migration's revision (a test checks it against Alembic's scripts). Every
 #: command compares the store with it; reading it here instead of loading the migration
 #: scripts keeps Alembic out of commands on a store that is up to date.
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 
 
 def head_revision() -> str:
@@ -346,6 +346,26 @@ def open_store(url_or_path: str | None = None, *, write: bool = True) -> Store:
         engine.dispose()
         raise
     return store
+
+
+def scratch_store(path: Path) -> Store:
+    """A private SQLite store at ``path`` (made with the schema on first use, no migrations)
+    for work that a real store's transaction takes over afterwards: the rank files read in
+    parallel (``tracekit.ingest.parts``). Nothing here has to survive a crash, so it is
+    written without a journal or syncs."""
+    url = f"sqlite:///{path}"
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+    event.listen(engine, "connect", _sqlite_pragmas)
+
+    @event.listens_for(engine, "connect")
+    def _scratch(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.execute("PRAGMA journal_mode = OFF")
+        dbapi_connection.execute("PRAGMA synchronous = OFF")
+
+    from tracekit.store.schema import Base
+
+    Base.metadata.create_all(engine)
+    return Store(engine=engine, url=url)
 
 
 def _check_revision(store: Store, *, write: bool) -> None:

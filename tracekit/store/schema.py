@@ -79,6 +79,7 @@ class RunRow(Base):
     """One analyzed capture: a trace file, or a folder of per-rank files."""
 
     __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_job", "job", unique=True),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     source_path: Mapped[str] = mapped_column(Text)
@@ -106,6 +107,46 @@ class RunRow(Base):
     #: modification time of each): the same path with the same signature is recognized as
     #: this run without reading the file again (``tracekit.ingest.identity``).
     source_stat: Mapped[str | None] = mapped_column(Text)
+    #: The job a run of several ingests gathers (``--job NAME``): each ``analyze`` of one
+    #: host's rank files adds them to the one run of that job (``tracekit.ingest.merge``).
+    #: (A unique index, not a constraint: SQLite adds an index without rebuilding ``runs``,
+    #: whose rebuild would cascade-delete every run's rows.)
+    job: Mapped[str | None] = mapped_column(Text)
+
+
+class RunFileRow(Base):
+    """One input file of a run, as read: what it is, where its ranks ran, what it held.
+
+    A run of several files (the ranks of one job) keeps every file's records; this row says
+    how they were placed in the run (``time_offset_ns`` onto the run's clock, ``id_shift``
+    added to its process and thread ids so that no two files' ids meet) and what the reader
+    counted in it (``counts_json``), so a reader of the store can check nothing was lost.
+    """
+
+    __tablename__ = "run_files"
+    __table_args__ = (UniqueConstraint("run_id", "file_index"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = _run_fk()
+    file_index: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str | None] = mapped_column(String(64))
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    format: Mapped[str] = mapped_column(String(64))
+    #: where and in which job it was recorded, as the file says (None: it does not say)
+    host: Mapped[str | None] = mapped_column(Text)
+    job: Mapped[str | None] = mapped_column(Text)
+    trace_rank: Mapped[int | None] = mapped_column(Integer)
+    world_size: Mapped[int | None] = mapped_column(Integer)
+    #: the GPUs its kernels ran on ("; "-joined product names, None when the file names none)
+    gpus: Mapped[str | None] = mapped_column(Text)
+    #: wall-clock UTC ns of its first kernel start and last kernel end (None: clock unknown)
+    start_ns: Mapped[int | None] = mapped_column(BigInteger)
+    end_ns: Mapped[int | None] = mapped_column(BigInteger)
+    time_offset_ns: Mapped[int] = mapped_column(BigInteger, default=0)
+    id_shift: Mapped[int] = mapped_column(BigInteger, default=0)
+    counts_json: Mapped[str | None] = mapped_column(Text)
 
 
 class RunCountRow(Base):
@@ -153,6 +194,9 @@ class ProcessRow(Base):
     global_pid: Mapped[int] = mapped_column(BigInteger)
     pid: Mapped[int | None] = mapped_column(Integer)
     name: Mapped[str | None] = mapped_column(Text)
+    #: the input file (``run_files.file_index``) it was recorded in; None in runs of one file
+    #: stored before tracekit kept several
+    file_index: Mapped[int | None] = mapped_column(Integer)
 
 
 class ThreadRow(Base):

@@ -89,6 +89,10 @@ class Scenario:
     gpu_lag_ns: int = 20_000
     step_gap_ns: int = 50_000
     include_gpu_table: bool = True
+    #: the capture's start in UTC ns (TARGET_INFO_SESSION_START_TIME; None: no row), and the
+    #: target's host name (TARGET_INFO_SYSTEM_ENV "Hostname"; None: no row)
+    session_start_utc_ns: int | None = None
+    hostname: str | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Scenario:
@@ -249,6 +253,7 @@ def write_scenario(scenario: Scenario, path: Path) -> Path:
             "INSERT INTO NVTX_EVENTS (start, end, eventType, rangeId, text, globalTid, domainId) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", rows.nvtx)
         _write_hosts(connection, scenario, strings)
+        _write_session(connection, scenario)
         connection.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)", strings.rows())
     connection.close()
     return path
@@ -269,6 +274,16 @@ def _write_hosts(connection: sqlite3.Connection, scenario: Scenario, strings: _S
                 "INSERT INTO TARGET_INFO_GPU (vmId, id, name, smCount, cuDevice, computeMajor, "
                 "computeMinor, totalMemory) VALUES (0, ?, ?, ?, ?, ?, ?, ?)",
                 (rank.device, rank.gpu_name, rank.sm_count, rank.device, major, minor, 80 << 30))
+
+
+def _write_session(connection: sqlite3.Connection, scenario: Scenario) -> None:
+    if scenario.session_start_utc_ns is not None:
+        connection.execute("INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, "
+                           "localTime) VALUES (?, '', '')", (scenario.session_start_utc_ns,))
+    if scenario.hostname is not None:
+        connection.execute("INSERT INTO TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, "
+                           "nameEnum, value) VALUES (0, 'Idle', 'Hostname', 22, ?)",
+                           (scenario.hostname,))
 
 
 def kernel_totals(path: Path) -> dict[str, tuple[int, int]]:

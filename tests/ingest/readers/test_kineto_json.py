@@ -135,16 +135,18 @@ def test_b200_moe_gemms_classified_as_fp8_not_bf16(shared_trace, tmp_path):
 
 def kineto_document(rank: int, *, base: int | None = 1_700_000_000_000_000_000,
                     base_last: bool = False, pid: Any = 100) -> dict[str, Any]:
-    """A small Kineto trace: one op launching one kernel, a step annotation, a memcpy."""
+    """A small Kineto trace: one op launching one kernel, a step annotation, a memcpy (the
+    CPU thread is 101 + rank: the ranks of one job are threads of different processes)."""
+    tid = 101 + rank
     events: list[dict[str, Any]] = [
         {"ph": "X", "cat": "user_annotation", "name": "execute_context_1(8)_generation_0(0)",
-         "pid": pid, "tid": 101, "ts": 1000.0, "dur": 50.5, "args": {"External id": 1}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": pid, "tid": 101, "ts": 1001.25,
+         "pid": pid, "tid": tid, "ts": 1000.0, "dur": 50.5, "args": {"External id": 1}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": pid, "tid": tid, "ts": 1001.25,
          "dur": 10.0, "args": {"External id": 7, "Input type": ["c10::BFloat16", "c10::BFloat16"],
                                "Input Dims": [[8, 64], [64, 64]]}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid, "tid": 101,
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid, "tid": tid,
          "ts": 1002.001, "dur": 3.0, "args": {"External id": 7, "correlation": 55}},
-        {"ph": "s", "cat": "ac2g", "id": 55, "pid": pid, "tid": 101, "ts": 1002.001},
+        {"ph": "s", "cat": "ac2g", "id": 55, "pid": pid, "tid": tid, "ts": 1002.001},
         {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
          "pid": rank, "tid": 7, "ts": 1010.123, "dur": 5.877,
          "args": {"External id": 7, "correlation": 55, "device": rank, "stream": 7,
@@ -154,7 +156,7 @@ def kineto_document(rank: int, *, base: int | None = 1_700_000_000_000_000_000,
         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": rank, "tid": 7,
          "ts": 1020.0, "dur": 1.0, "args": {"device": rank, "stream": 7, "bytes": 64,
                                             "correlation": 56}},
-        {"ph": "M", "name": "thread_name", "pid": pid, "tid": 101, "args": {"name": "main"}},
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": "main"}},
         {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler", "pid": "Spans", "tid": "x",
          "ts": 900, "dur": 500},
     ]

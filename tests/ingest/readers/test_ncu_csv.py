@@ -21,6 +21,13 @@ REAL = [f"llm-perf-opt/kernel_{n}_ncu.{kind}.csv"
 UNIT_NS = {"ns": 1, "nsecond": 1, "us": 1000, "usecond": 1000, "ms": 10**6, "msecond": 10**6}
 
 
+def metric_cells(path: Path) -> list[tuple[str, str]]:
+    """(metric, value) of every metric row of a details-page CSV."""
+    with path.open(newline="") as stream:
+        return [(row["Metric Name"], row["Metric Value"]) for row in csv.DictReader(stream)
+                if row["Metric Name"].strip()]
+
+
 def raw_truth(path: Path) -> dict[str, Any]:
     """Launches, total duration and tensor counters straight from the CSV (the oracle)."""
     with path.open(newline="") as stream:
@@ -72,6 +79,32 @@ def test_real_folder_is_one_run(shared_trace, tmp_path):
         (0,), (1,)]
     grid = query(store, "SELECT grid_x, grid_y, grid_z, block_x FROM kernels ORDER BY start_ns")
     assert grid == [(152, 4, 1, 128), (304, 1, 1, 256)]
+
+
+def test_details_and_metrics_of_the_same_launches_are_one_launch_each(shared_trace, tmp_path):
+    """The llm-perf-opt folder: each of 6 launches profiled once, exported twice (the details
+    page and the command-line metrics): 6 launches and 0.718 ms, not 12 and 1.44 ms; every
+    metric of both files kept once."""
+    folder = shared_trace("llm-perf-opt/kernel_0001_ncu.details.csv").parent
+    files = sorted(folder.glob("*.csv"))
+    truths = [raw_truth(path) for path in files]
+    store = tmp_path / "s.db"
+    ingest_into(store, folder)
+    [(count, total)] = query(store, "SELECT COUNT(*), SUM(end_ns - start_ns) FROM kernels")
+    assert count == 6 == len(files) // 2
+    details = [t for path, t in zip(files, truths, strict=True) if "details" in path.name]
+    assert total == sum(t["total_ns"] for t in details) and round(total / 1e6, 3) == 0.718
+    # every row of the details pages, and of the metrics pages those that the details lack
+    expected = 0
+    for detail in (path for path in files if "details" in path.name):
+        metrics_file = detail.with_name(detail.name.replace("details", "metrics"))
+        known = metric_cells(detail)
+        expected += len(known) + len(set(metric_cells(metrics_file)) - set(known))
+    assert query(store, "SELECT COUNT(*) FROM kernel_metrics")[0][0] == expected
+    metric_names = {metric for (metric,) in query(store, "SELECT metric FROM kernel_metrics")}
+    assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in metric_names
+    [(meta,)] = query(store, "SELECT meta_json FROM runs")
+    assert json.loads(meta)["launches_in_several_files"] == 6
 
 
 def test_bf16_counter_is_evidence_for_the_classifier(shared_trace, tmp_path):

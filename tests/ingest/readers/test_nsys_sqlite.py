@@ -11,7 +11,6 @@ from sqlalchemy import text
 
 from tests.conftest import BF16_GEMM, ELEMENTWISE
 from tracekit.errors import InputError
-from tracekit.ingest import pipeline
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers import nsys_sqlite
 from tracekit.phases.ingest_time import IngestTimeSteps
@@ -297,15 +296,6 @@ def test_a_failed_ingest_also_turns_foreign_keys_back_on(sqlite_store, make_trac
         ingest(store, [make_trace(simple_scenario)])
     with store.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-
-
-def test_a_folder_is_expanded_to_its_files(tmp_path):
-    folder = tmp_path / "ranks"
-    folder.mkdir()
-    (folder / "b.json").write_text("{}")
-    (folder / "a.json").write_text("{}")
-    (folder / ".hidden").write_text("x")
-    assert [p.name for p in pipeline.expand_inputs([folder])] == ["a.json", "b.json"]
 
 
 def _stored_rows(store: Store, run_id: int) -> dict[str, list[tuple]]:

@@ -31,25 +31,23 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 
-from tracekit.datafiles import load_table
 from tracekit.expect.checkpoint.declaration import (
     Declaration,
     LayerScheme,
     ModuleRule,
     sixteen_bit_scheme,
 )
+from tracekit.expect.checkpoint.layer_names import module_layer
 from tracekit.expect.checkpoint.matching import matcher
 from tracekit.expect.checkpoint.shape import ModelShape
 from tracekit.vocabulary import DEFAULT_16BIT_LAYERS, LAYERS
 
-LAYER_NAMES_FILE = "_layer_names.toml"
 #: the layer groups a declaration speaks of (the attribution's fallbacks are not declared)
 DECLARED_LAYERS: tuple[str, ...] = tuple(
     layer for layer in LAYERS if layer not in {"decoder_layers", "unknown"})
 
-_REGEX_SYNTAX = re.compile(r"\.\*|\.\+|\\\.|[\^$()?+|\[\]]")
 _LAYER_INDEX = re.compile(r"layers(?:\\)?\.(\d+)(?:\\)?[.*]")
 #: a pattern whose last part is a norm, a bias or a convolution names no GEMM (Qwen3-FP8 lists
 #: its layernorms in modules_to_not_convert): it must not exclude the group its words recall
@@ -92,24 +90,6 @@ class LayerDeclaration:
     def sixteen_bit(self) -> bool:
         """Whether the group is declared to stay in 16-bit math."""
         return self.status in {"excluded", "not_targeted"}
-
-
-@cache
-def _layer_words() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    rows = load_table(LAYER_NAMES_FILE).get("layer", [])
-    return tuple((str(row["layer"]), re.compile(str(row["regex"]), re.IGNORECASE))
-                 for row in rows)
-
-
-def module_layer(name: str) -> str | None:
-    """The layer group a module name or target pattern speaks of, or None when it names no
-    single group (``Linear``, ``*``, a pattern over several)."""
-    # a pattern's syntax (``re:.*mlp\\.experts.*$``) becomes separators between the words
-    text = _REGEX_SYNTAX.sub(".", name.removeprefix("re:"))
-    for layer, regex in _layer_words():
-        if regex.search(text):
-            return layer
-    return None
 
 
 # One module's decision: its scheme (None: 16-bit), the status a 16-bit decision gives, and the

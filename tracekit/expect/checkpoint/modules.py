@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any
 
 from tracekit.datafiles import load_table
+from tracekit.expect.checkpoint.layer_names import module_layer
 from tracekit.expect.checkpoint.shape import ModelShape
 
 LAYER_NAMES_FILE = "_layer_names.toml"
@@ -149,8 +150,6 @@ def _learned_prefix(names: list[str], fam: Mapping[str, Any]) -> str:
 
 def _learned_leaves(names: list[str], prefix: str) -> dict[str, list[str]]:
     """Attention projections the config names that the family's list lacks."""
-    from tracekit.expect.checkpoint.layers import module_layer
-
     leaves: dict[str, list[str]] = {}
     pattern = re.compile(rf"^{re.escape(prefix)}layers\.\d+\.(\w+)\.(\w+)$")
     for name in names:
@@ -164,8 +163,6 @@ def _learned_leaves(names: list[str], prefix: str) -> dict[str, list[str]]:
 
 def _named(names: list[str], layer: str, default: str) -> list[str]:
     """The family's name for a top-level module plus the exact spellings the config uses."""
-    from tracekit.expect.checkpoint.layers import module_layer
-
     spelled = [name for name in names if re.fullmatch(r"[\w.]+", name)
                and module_layer(name) == layer and not _LAYER_INDEX.search(name)]
     return list(dict.fromkeys([default, *spelled]))

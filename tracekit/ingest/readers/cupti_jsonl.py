@@ -9,8 +9,12 @@ Line 1 — the header (required, first line; it is what detection looks for)::
 
     {"kind": "header", "format": "tracekit-cupti", "version": 1,
      "pid": 4242, "process_name"?: "python", "hostname"?: "node1",
-     "rank"?: 0, "cupti_version"?: 130400, "cuda_runtime_version"?: 13000,
-     "cuda_driver_version"?: 13000, "command"?: ["vllm", "serve", "..."]}
+     "rank"?: 0, "world_size"?: 8, "job"?: "slurm-4242", "cupti_version"?: 130400,
+     "cuda_runtime_version"?: 13000, "cuda_driver_version"?: 13000,
+     "command"?: ["vllm", "serve", "..."]}
+
+``rank``, ``world_size`` and ``job`` (the job's id, e.g. its scheduler's) tell which files are
+the ranks of one job (``tracekit.ingest.jobs``).
 
 Then, in any order (the writer flushes CUPTI buffers as they complete):
 
@@ -78,6 +82,7 @@ from typing import IO, Any
 
 from sqlalchemy import text
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.staging import StageTable
@@ -95,6 +100,10 @@ def header_record(pid: int, **fields: Any) -> dict[str, Any]:
     """The first line a writer emits (``json.dumps`` it, then one record per line)."""
     return {"kind": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION, "pid": pid,
             **fields}
+
+
+#: the progress bar learns where the reader is once per 2^16 lines (a mask test per line)
+PROGRESS_LINES = (1 << 16) - 1
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -127,8 +136,11 @@ class CuptiReader(TraceRows):
         self.files.append(state)
         line_number = 0
         try:
-            with _open_text(path) as stream:
+            with _open_text(path) as stream, progress.task(
+                    f"reading {path.name}", total=path.stat().st_size, unit="bytes") as task:
                 for line_number, line in enumerate(stream, start=1):
+                    if not line_number & PROGRESS_LINES:
+                        task.update(progress.file_position(stream))
                     if not line.strip():
                         continue
                     try:
@@ -261,7 +273,17 @@ def ingest(ctx: IngestContext) -> SourceInfo:
         {"name": state.path.name, "rank": state.header.get("rank"),
          "pid": state.header.get("pid"), "hostname": state.header.get("hostname")}
         for state in reader.files])
-    return SourceInfo(producer="cupti",
+    return SourceInfo(files=[{"name": state.path.name,
+                              "host": _text(state.header.get("hostname")),
+                              "job": _text(state.header.get("job")),
+                              "rank": int_or_none(state.header.get("rank")),
+                              "world_size": int_or_none(state.header.get("world_size")),
+                              "clock_base_ns": 0} for state in reader.files],
+                      producer="cupti",
                       producer_version=f"cupti {cupti.pop()}" if len(cupti) == 1 else None,
                       schema_version=str(max(int(h.get("version", 1)) for h in headers)),
                       meta_json=json.dumps(meta, sort_keys=True))
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value is not None and not isinstance(value, (dict, list)) else None

@@ -32,7 +32,7 @@ import gzip
 import json
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress, islice, repeat
@@ -44,6 +44,7 @@ from typing import Any
 import ijson
 import numpy as np
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.readers.json_chunks import (
@@ -157,6 +158,8 @@ class KinetoReader(TraceRows):
             "annotation": self._annotation, "gpu_annotation": self._gpu_annotation,
         }
         self.use_types(exact=False)
+        #: bytes of the current file read so far (for the progress bar)
+        self.position: Callable[[], int] = lambda: 0
 
     def use_types(self, *, exact: bool) -> None:
         """Decode events into the records of ``kineto_events`` (floats, or Decimal)."""
@@ -179,14 +182,18 @@ class KinetoReader(TraceRows):
         self.files.append(state)
         handled = 0
         try:
-            try:
-                with _gc_paused():
-                    for events, elements in self._chunks(path):
-                        self._handle_chunk(state, events)
-                        handled += elements
-                header = self.chunk_header
-            except Unchunkable:
-                header = self._stream(state, path, skip=handled)
+            size = path.stat().st_size
+            with progress.task(f"reading {path.name}", total=size, unit="bytes") as task:
+                try:
+                    with _gc_paused():
+                        for events, elements in self._chunks(path):
+                            self._handle_chunk(state, events)
+                            handled += elements
+                            task.update(self.position())
+                    header = self.chunk_header
+                except Unchunkable:
+                    header = self._stream(state, path, skip=handled)
+                task.update(size)
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
             raise InputError(f"{path}: gzip data is truncated or corrupt ({exc})",
                              hint="copy the trace again; the capture may have been cut off"
@@ -212,6 +219,7 @@ class KinetoReader(TraceRows):
         self.chunk_header: dict[str, Any] | None = None
         scanner = TopLevelScanner()
         with open_maybe_gzip(path) as stream:
+            self.position = lambda: progress.file_position(stream)
             first = first_significant(stream)
             self.use_types(exact=not floats_are_exact(first))
             scanner.feed(first)
@@ -675,9 +683,29 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     schema_versions = {f["schema_version"] for f in files}
     schema = schema_versions.pop() if len(schema_versions) == 1 else None
     cupti = {f["cupti_version"] for f in files} - {None}
+    identity = ctx.spec.mapping.identity
     return SourceInfo(
+        files=[{"name": state.path.name,
+                "host": _first_key(state.header, identity.host),
+                "job": _first_key(state.header, identity.job),
+                "rank": _integer(entry["rank"]), "world_size": _integer(entry["world_size"]),
+                "clock_base_ns": meta["time_base_ns"]}
+               for state, entry in zip(reader.files, files, strict=True)],
         producer="kineto",
         producer_version=f"cupti {cupti.pop()}" if len(cupti) == 1 else None,
         schema_version=str(schema) if schema is not None else "legacy",
         meta_json=json.dumps(meta, sort_keys=True, default=json_default),
     )
+
+
+def _first_key(header: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` the top level holds, as text."""
+    for key in keys:
+        value = header.get(key)
+        if value is not None and not isinstance(value, (dict, list)):
+            return str(value)
+    return None
+
+
+def _integer(value: Any) -> int | None:
+    return value if type(value) is int else None

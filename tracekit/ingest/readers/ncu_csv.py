@@ -10,6 +10,11 @@ Both CSV pages are read, across ncu versions (``parsers/ncu-csv.toml`` lists the
 - details (long): identity columns + Section/Metric Name/Unit/Value (+ rule columns);
 - raw (wide): identity columns + one column per metric, optionally a units row.
 Several files form one run; ``launch_index`` numbers launches across the run in file order.
+The same launch in two files (``ncu … --page details`` and a ``--metrics`` export of one
+session write the same identity cells: ID, process, host, kernel, context, stream, grid,
+block, device) is one launch: its metrics are united, a metric both files give is kept
+once (the first file's value; differing values are counted in the meta), so 6 launches
+in 12 files stay 6 launches.
 
 ncu replays launches one at a time, so a result has durations but no timeline: start times
 are synthetic (launches back to back in file order), ``end - start`` is the measured
@@ -29,8 +34,10 @@ from typing import Any
 
 from sqlalchemy import text
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.convert import ncu_rep_to_csv
+from tracekit.ingest.jobs import HINT, FileIdentity, refusal
 from tracekit.ingest.reader import IngestContext, SourceInfo
 from tracekit.ingest.spec import NcuCsvMapping
 from tracekit.ingest.staging import StageTable, write_rows
@@ -108,11 +115,28 @@ class NcuReader:
         self.clock_ns = 0
         self.layouts: set[str] = set()
         self.missing_duration = 0
+        #: launch identity (its identity cells) → (launch index, name key, its metrics)
+        self.seen: dict[tuple[tuple[str, str], ...],
+                        tuple[int, int, dict[str, tuple[float | None, str | None]]]] = {}
+        self.repeated_launches = 0
+        self.conflicting_metrics = 0
+        #: per file read: its name, the launches it added, the GPUs they ran on
+        self.file_counts: list[dict[str, Any]] = []
+        self._file_gpus: set[str] = set()
 
     # -- parsing ------------------------------------------------------------------------
 
     def read(self, display: Path, path: Path) -> None:
         """Stage every launch of one CSV file."""
+        before, repeated_before = self.launches, self.repeated_launches
+        self._file_gpus = set()
+        self._read(display, path)
+        self.file_counts.append({
+            "name": display.name, "gpus": "; ".join(sorted(self._file_gpus)) or None,
+            "counts": {"kernels": self.launches - before,
+                       "repeated_launches": self.repeated_launches - repeated_before}})
+
+    def _read(self, display: Path, path: Path) -> None:
         try:
             with path.open(encoding="utf-8-sig", errors="replace", newline="") as stream:
                 rows = csv.reader(line for line in stream if not line.startswith("=="))
@@ -129,8 +153,11 @@ class NcuReader:
                 else:
                     self.layouts.add("raw")
                     launches = self._raw(header, rows)
-                for launch in launches:
-                    self._stage(launch)
+                with progress.task(f"reading {path.name}", total=path.stat().st_size,
+                                   unit="bytes") as task:
+                    for launch in launches:  # a launch is hundreds of metric rows
+                        self._stage(launch)
+                        task.update(progress.file_position(stream))
         except csv.Error as exc:
             raise InputError(f"{display}: malformed CSV ({exc})") from None
         except UnicodeDecodeError:
@@ -198,11 +225,17 @@ class NcuReader:
 
     def _stage(self, launch: Launch) -> None:
         identity = launch.identity
+        launch_key = tuple(sorted((column, cell.strip()) for column, cell in identity.items()))
+        if launch_key in self.seen:
+            self._unite(launch, *self.seen[launch_key])
+            return
         name = identity.get("Kernel Name") or "<unnamed kernel>"
         key = self.names.get(name)
         if key is None:
             key = self.names[name] = len(self.names)
         index = self.launches
+        self.seen[launch_key] = (index, key, {metric: (value, text_value) for metric, _, value,
+                                              text_value in launch.metrics})
         self.launches += 1
         wanted = self.spec.launch
         duration = self._duration(launch)
@@ -223,6 +256,19 @@ class NcuReader:
         metric_stage = self.stage["tk_ncu_metric"]
         for metric, unit, value, text_value in launch.metrics:
             metric_stage.add((index, key, metric, unit, value, text_value))
+
+    def _unite(self, launch: Launch, index: int, key: int,
+               known: dict[str, tuple[float | None, str | None]]) -> None:
+        """A launch already staged from another file: add the metrics it did not have."""
+        self.repeated_launches += 1
+        metric_stage = self.stage["tk_ncu_metric"]
+        for metric, unit, value, text_value in launch.metrics:
+            before = known.get(metric)
+            if before is None:
+                known[metric] = (value, text_value)
+                metric_stage.add((index, key, metric, unit, value, text_value))
+            elif before != (value, text_value):
+                self.conflicting_metrics += 1
 
     def _duration(self, launch: Launch) -> int | None:
         found = launch.first(self.spec.launch.duration)
@@ -247,9 +293,12 @@ class NcuReader:
         return round(found[1] * factor) if factor is not None else None
 
     def _device(self, launch: Launch, device: int | None, pid: int | None) -> None:
+        wanted = self.spec.launch
+        named = launch.first(wanted.device_name)
+        if named is not None and named[2]:
+            self._file_gpus.add(named[2])
         if device is None or (device, pid) in self.devices:
             return
-        wanted = self.spec.launch
         capability = (launch.identity.get("CC") or "").strip()
         major = minor = None
         if re.fullmatch(r"\d+\.\d+", capability):
@@ -314,13 +363,21 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     if reader.launches == 0 and not ctx.allow_no_kernels:
         raise InputError(f"{ctx.display_name}: Nsight Compute CSV holds no profiled kernel",
                          hint="check the ncu filters (-k, --launch-skip, --launch-count)")
+    if not ctx.one_run:
+        reason = refusal([FileIdentity(name=str(entry["name"]),
+                                       gpus=frozenset((entry["gpus"] or "").split("; ")) - {""})
+                          for entry in reader.file_counts])
+        if reason is not None:
+            raise InputError(reason, hint=HINT)
     counts = reader.finish()
     meta = {
         "counts": counts,
         "layouts": sorted(reader.layouts),
         "synthetic_times": True,
         "launches_without_duration": reader.missing_duration,
+        "launches_in_several_files": reader.repeated_launches,
+        "conflicting_metrics": reader.conflicting_metrics,
     }
-    return SourceInfo(producer="ncu", producer_version=None,
+    return SourceInfo(files=reader.file_counts, producer="ncu", producer_version=None,
                       schema_version="+".join(sorted(reader.layouts)) or None,
                       meta_json=json.dumps(meta, sort_keys=True))

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
+from tracekit import progress
 from tracekit.errors import InputError
 from tracekit.ingest.bulk import BulkCopier
 from tracekit.ingest.reader import IngestContext, SourceInfo, StepAttribution
@@ -90,6 +92,32 @@ def read_metadata(schema: SourceSchema) -> tuple[str | None, str | None, dict[st
     return values.get(meta.product_version_key), values.get(meta.schema_version_key), options
 
 
+def read_session(schema: SourceSchema) -> dict[str, object]:
+    """Where and when the capture ran: the target's host name, and ``clock_base_ns``, the UTC
+    ns of trace time 0 (``utcEpochNs - systemClockNs``: trace times count on the target's
+    clock, which read ``systemClockNs`` when the capture started; exports without that
+    column count from the start). None where the export does not say."""
+    meta = schema.spec.metadata
+    tables = {row[0] for row in schema.copier.query(
+        "SELECT name FROM src.sqlite_master WHERE type = 'table'")}
+    host = clock_base = None
+    if meta.system_table in tables:
+        rows = schema.copier.query(
+            f'SELECT CAST(value AS TEXT) FROM src."{meta.system_table}" WHERE name = :key '
+            "LIMIT 1", {"key": meta.hostname_key})
+        host = str(rows[0][0]) if rows and rows[0][0] else None
+    if meta.session_table in tables:
+        columns = {row[1] for row in schema.copier.query(
+            f"PRAGMA src.table_info('{meta.session_table}')")}
+        clock = "systemClockNs" if "systemClockNs" in columns else "0"
+        if "utcEpochNs" in columns:
+            rows = schema.copier.query(
+                f'SELECT utcEpochNs - COALESCE({clock}, 0) FROM src."{meta.session_table}" '
+                "WHERE utcEpochNs IS NOT NULL LIMIT 1")
+            clock_base = int(rows[0][0]) if rows and isinstance(rows[0][0], int) else None
+    return {"host": host, "clock_base_ns": clock_base}
+
+
 def ingest(ctx: IngestContext) -> SourceInfo:
     """Copy one nsys export into the store under ``ctx.run_id``."""
     copier = ctx.copier
@@ -105,9 +133,54 @@ def ingest(ctx: IngestContext) -> SourceInfo:
     counts: dict[str, int] = {}
     steps = ctx.step_attribution if schema.has("runtime") else None
     reads = _side_reads(ctx, schema, steps)
-    # NVTX first: with the ranges in the store, engine steps can be made before the kernels
-    # are copied, and each kernel gets its step in the same INSERT … SELECT.
-    counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
+    name = ctx.paths[0].name
+    estimates = _row_estimates(schema)
+    with progress.task(f"reading {name}: NVTX ranges", total=sum(estimates.values()) or None,
+                       unit="records") as task:
+        # NVTX first: with the ranges in the store, engine steps can be made before the
+        # kernels are copied, and each kernel gets its step in the same INSERT … SELECT.
+        counts["nvtx_ranges"] = _copy_nvtx(schema, params) if schema.has("nvtx") else 0
+        task.advance(estimates.get("nvtx", 0))
+        task.update(description=f"reading {name}: kernels and their launches")
+        _copy_kernel_side(ctx, schema, params, steps, reads, counts)
+        task.advance(estimates.get("kernel", 0) + estimates.get("runtime", 0))
+        task.update(description=f"reading {name}: memory operations, processes, devices")
+        counts["memory_ops"] = _copy_memory_ops(schema, params)
+        processes, threads = _copy_processes_and_threads(schema, params)
+        _copy_devices(schema, params)
+        task.advance(estimates.get("memcpy", 0) + estimates.get("memset", 0))
+    session = read_session(schema)
+    meta = {"counts": counts, **options, **{k: v for k, v in session.items() if v is not None}}
+    return SourceInfo(
+        files=[{"name": ctx.paths[0].name, **session}],
+        producer="nsys",
+        producer_version=product_version,
+        schema_version=schema_version,
+        meta_json=json.dumps(meta, sort_keys=True),
+        counts=_run_counts(counts, processes, threads, reads.result("nvtx_kinds"),
+                           schema.has("nvtx")),
+    )
+
+
+def _row_estimates(schema: SourceSchema) -> dict[str, int]:
+    """Rows per copied table, for the progress bar: the largest rowid (one index lookup;
+    exact for the exports nsys writes, which never delete rows)."""
+    estimates = {}
+    for role in ("nvtx", "kernel", "runtime", "memcpy", "memset"):
+        if schema.has(role):
+            try:
+                rows = schema.copier.query(f'SELECT MAX(rowid) FROM src."{schema.table(role)}"')
+            except (sqlite3.Error, DBAPIError):  # a table without rowids: no estimate
+                continue
+            estimates[role] = int(rows[0][0] or 0) if rows and rows[0][0] else 0
+    return estimates
+
+
+def _copy_kernel_side(ctx: IngestContext, schema: SourceSchema, params: dict[str, Any],
+                      steps: StepAttribution | None, reads: SideReads,
+                      counts: dict[str, int]) -> None:
+    """Kernel names, runtime calls and kernels (with their launches and, when the ingest
+    attributes steps, their steps)."""
     if schema.has("kernel"):
         # The launch table needs nothing else: built now, it overlaps the side's reads.
         launches = _fill_launch_table(schema) if schema.has("runtime") else None
@@ -123,18 +196,6 @@ def ingest(ctx: IngestContext) -> SourceInfo:
             steps.finish(ctx.connection)
         else:
             counts["kernels"] = _copy_kernels(schema, params, launches)
-    counts["memory_ops"] = _copy_memory_ops(schema, params)
-    processes, threads = _copy_processes_and_threads(schema, params)
-    _copy_devices(schema, params)
-    meta = {"counts": counts, **options}
-    return SourceInfo(
-        producer="nsys",
-        producer_version=product_version,
-        schema_version=schema_version,
-        meta_json=json.dumps(meta, sort_keys=True),
-        counts=_run_counts(counts, processes, threads, reads.result("nvtx_kinds"),
-                           schema.has("nvtx")),
-    )
 
 
 def _run_counts(counts: dict[str, int], processes: int, threads: int,
@@ -526,7 +587,7 @@ def _nvtx_text(schema: SourceSchema) -> str:
 def _marker_candidates_sql(schema: SourceSchema, likes: Sequence[str]) -> str:
     """Distinct texts of the source's ranges that match a step marker's prefilter.
 
-    The same texts ``phases.stage.marker_texts`` would find among the stored ranges.
+    The same texts ``phases.marker_steps.marker_texts`` would find among the stored ranges.
     """
     types = schema.spec.nvtx_event_types.by_kind()
     ranges = ", ".join(str(i) for kind in NVTX_RANGE_KINDS for i in types.get(kind, []))
