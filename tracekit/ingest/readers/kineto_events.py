@@ -8,6 +8,12 @@ arg names the reader's spec lists; everything else is skipped by the parser with
 built. Field values stay untyped (``Any``): a value of an unexpected type is the handlers'
 business, exactly as with a dict.
 
+Args listed as ``raw`` (the CPU ops' ``Input type`` and ``Input Dims``: nested lists, stored as
+JSON text) are not built at all: msgspec keeps each one's JSON bytes (``msgspec.Raw``, a view
+into the decoded chunk) and the reader turns each distinct text into its stored form once
+(``texts_of``). A chunk must then be decoded from ``bytes``, never from a view into a buffer
+that is later cut: a ``Raw`` holds an export of what it was decoded from.
+
 Numbers: floats, or ``Decimal`` when the file's times are too large for a float to keep every
 ns (``exact=True``; the same rule and the same values as ijson's ``use_float=False``).
 
@@ -34,13 +40,16 @@ EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
 class EventTypes:
     """The ``Event``/``Args`` record types for a set of arg names, and their decoders."""
 
-    def __init__(self, arg_names: Iterable[str], *, exact: bool) -> None:
+    def __init__(self, arg_names: Iterable[str], *, exact: bool,
+                 raw: Iterable[str] = ()) -> None:
         names = list(dict.fromkeys(arg_names))
+        raw_names = frozenset(raw)
         #: arg name → attribute of the args record
         self.attr = {name: f"a{index}" for index, name in enumerate(names)}
         self.args_type = msgspec.defstruct(
             "KinetoArgs",
-            [(self.attr[name], Any, msgspec.field(default=None, name=name)) for name in names],
+            [(self.attr[name], msgspec.Raw if name in raw_names else Any,
+              msgspec.field(default=None, name=name)) for name in names],
             gc=False)
         self.event_type = msgspec.defstruct(
             "KinetoEvent",
@@ -55,6 +64,10 @@ class EventTypes:
                                            float_hook=hook)
         self._untyped = msgspec.json.Decoder(float_hook=hook)
         self._arg_pairs = tuple(self.attr.items())
+
+    def value_of(self, raw: msgspec.Raw | bytes) -> Any:
+        """The value of a ``raw`` arg's JSON text, as the untyped decode would give it."""
+        return self._untyped.decode(raw)
 
     def decode(self, data: bytes | memoryview) -> tuple[list[Any], int] | None:
         """The event records of a JSON array and its number of elements (anything but an
