@@ -69,7 +69,7 @@ class EventTypes:
         """The value of a ``raw`` arg's JSON text, as the untyped decode would give it."""
         return self._untyped.decode(raw)
 
-    def decode(self, data: bytes | memoryview) -> tuple[list[Any], int] | None:
+    def decode(self, data: bytes | bytearray | memoryview) -> tuple[list[Any], int] | None:
         """The event records of a JSON array and its number of elements (anything but an
         object has no record), or None when ``data`` is not a JSON array (a wrong cut)."""
         try:
@@ -86,7 +86,7 @@ class EventTypes:
             return None
         return [event for event in map(self.from_dict, values) if event is not None], len(values)
 
-    def _ijson(self, data: bytes | memoryview) -> list[Any] | None:
+    def _ijson(self, data: bytes | bytearray | memoryview) -> list[Any] | None:
         """The array as ijson reads it (lone surrogates, overflowing floats …), or None."""
         try:
             return list(ijson.items(io.BytesIO(data), "item", use_float=not self.exact))

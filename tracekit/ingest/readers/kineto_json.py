@@ -64,6 +64,7 @@ from tracekit.ingest.readers.json_document import (
     slow_top_level,
 )
 from tracekit.ingest.readers.kineto_events import EventTypes
+from tracekit.ingest.readers.kineto_split import read_split, split_workers
 from tracekit.ingest.readers.kineto_time import FLOAT_EXACT_US, floats_are_exact, to_ns
 from tracekit.ingest.spec import KinetoMapping
 from tracekit.ingest.trace_rows import (
@@ -190,18 +191,23 @@ class KinetoReader(TraceRows):
         state = FileState(index, path)
         self.files.append(state)
         handled = 0
+        header = None
         try:
             size = path.stat().st_size
             with progress.task(f"reading {path.name}", total=size, unit="bytes") as task:
-                try:
-                    with _gc_paused():
-                        for events, elements in self._chunks(path):
-                            self._handle_chunk(state, events)
-                            handled += elements
-                            task.update(self.position())
-                    header = self.chunk_header
-                except Unchunkable:
-                    header = self._stream(state, path, skip=handled)
+                workers = split_workers(self.ctx.jobs, size, self.connection)
+                if workers > 1 and read_split(self, state, path, workers, task):
+                    pass  # the file's chunks were read by several processes
+                else:
+                    try:
+                        with _gc_paused():
+                            for events, elements in self._chunks(path):
+                                self._handle_chunk(state, events)
+                                handled += elements
+                                task.update(self.position())
+                        header = self.chunk_header
+                    except Unchunkable:
+                        header = self._stream(state, path, skip=handled)
                 task.update(size)
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
             raise InputError(f"{path}: gzip data is truncated or corrupt ({exc})",
