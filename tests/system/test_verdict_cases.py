@@ -99,6 +99,11 @@ def test_a_partial_fallback_told_by_module_frames_fails_the_gate(tmp_path: Path)
         assert outcomes[(phase, "lm_head", "bf16")] == "excluded"
     assert all("module" in row["sources"] for row in document["layers"])
     assert code == 1 and "silent-fallback" in rules(document)
+    # what the fallback costs is re-costed for the MLP's GEMMs, not the excluded lm_head's
+    for item in document["roofline"]["fallback"]:
+        mlp_ns = sum(row["ns"] for row in document["layers"]
+                     if row["phase"] == item["phase"] and row["layer"] == "mlp")
+        assert item["time_ns"] == mlp_ns
     decode = next(s for s in document["verdict"] if s.startswith("decode:"))
     assert decode.startswith("decode: the MLP (")
     assert "silent fallback; attention (" in decode and "lm_head (" in decode

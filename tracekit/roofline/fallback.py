@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from tracekit.formatting import format_ns
 from tracekit.gpus import GpuModel
@@ -49,6 +49,8 @@ class FallbackClaim:
     expected: str
     weight_format: str | None = None
     activation_format: str | None = None
+    #: the layer groups that fell back (empty: the whole phase's GEMMs of the observed paths)
+    layers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -127,8 +129,36 @@ def fallback_claims(connection: Connection, run_id: int) -> list[FallbackClaim]:
         claims.append(FallbackClaim(
             rule=rule, phase=phase, observed=tuple(judged.get("observed") or ()),
             expected=judged["expected"], weight_format=judged.get("weights"),
-            activation_format=judged.get("activations")))
+            activation_format=judged.get("activations"),
+            layers=tuple(judged.get("layers") or ())))
     return claims
+
+
+#: (phase, name_id) → GEMM time per layer group (``layer_times``: one row per name, phase,
+#: layer and source, a few thousand per run)
+LayerShares = dict[tuple[str, int], dict[str, int]]
+
+
+def layer_shares(connection: Connection, run_id: int) -> LayerShares:
+    """Each GEMM name's time per layer group in each phase (``layer_times``)."""
+    shares: LayerShares = defaultdict(lambda: defaultdict(int))
+    for phase, name_id, layer, ns in connection.execute(text(
+            "SELECT phase, name_id, layer, SUM(total_ns) FROM layer_times WHERE run_id = :r "
+            "GROUP BY phase, name_id, layer"), {"r": run_id}):
+        shares[(str(phase), int(name_id))][str(layer)] += int(ns or 0)
+    return shares
+
+
+def _in_layers(family: Family, claim: FallbackClaim, shares: LayerShares | None) -> bool:
+    """Whether most of a family's kernel-name time in its phase is in the layers that fell
+    back (an excluded 16-bit lm_head is not re-costed as a fallback)."""
+    if not claim.layers or shares is None:
+        return True
+    per_layer = shares.get((family.phase, family.name_id))
+    if not per_layer:
+        return True
+    inside = sum(ns for layer, ns in per_layer.items() if layer in claim.layers)
+    return 2 * inside >= sum(per_layer.values())
 
 
 def _bits(format_word: str | None, path: str) -> float | None:
@@ -140,9 +170,12 @@ def _bits(format_word: str | None, path: str) -> float | None:
 
 
 def estimate(claim: FallbackClaim, families: Sequence[Family], model: GpuModel | None,
-             gpu_reason: str | None = None) -> FallbackEstimate:
-    """The expected-path bound of one claim's GEMMs (or an abstention with the reason)."""
-    members = [f for f in families if f.phase == claim.phase and f.path in claim.observed]
+             gpu_reason: str | None = None, shares: LayerShares | None = None
+             ) -> FallbackEstimate:
+    """The expected-path bound of one claim's GEMMs (or an abstention with the reason): the
+    families of the observed paths in the claim's phase, of the layers that fell back."""
+    members = [f for f in families if f.phase == claim.phase and f.path in claim.observed
+               and _in_layers(f, claim, shares)]
     result = FallbackEstimate(phase=claim.phase, rule=claim.rule,
                               observed_paths=claim.observed, expected_path=claim.expected,
                               time_ns=sum(f.time_ns for f in members))

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from tracekit.gpus import GpuModel, ModelMatch, gpu_model
-from tracekit.roofline.fallback import MODEL_TEXT, estimate, fallback_claims
+from tracekit.roofline.fallback import MODEL_TEXT, estimate, fallback_claims, layer_shares
 from tracekit.roofline.families import Family, gemm_families
 from tracekit.roofline.model import PathSummary, Roof, by_phase_and_path, roof_for
 from tracekit.run_gpu import stored_run_gpu
@@ -120,8 +120,10 @@ def roofline_section(connection: Connection, run_id: int) -> dict[str, Any]:
             roof = roof_for(path, None, model)
             if roof is not None:
                 roofs.append(_roof_dict(roof))
-    estimates = [estimate(claim, families, model, match.reason).as_dict()
-                 for claim in fallback_claims(connection, run_id)]
+    claims = fallback_claims(connection, run_id)
+    shares = layer_shares(connection, run_id) if claims else None
+    estimates = [estimate(claim, families, model, match.reason, shares).as_dict()
+                 for claim in claims]
     return {
         "gpu": None if model is None else {
             "model": model.key, "name": model.name, "arch": model.arch,
