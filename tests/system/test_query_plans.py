@@ -137,3 +137,22 @@ def test_every_statement_of_the_layer_and_neighbour_passes_is_linear(tmp_path: P
                         or "k.step_id" in plan.sql or "text LIKE" in plan.sql]
     assert len(layer_statements) >= 12
     assert watch.quadratic() == []
+
+
+def test_every_statement_of_a_file_read_by_several_processes_is_linear(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One Kineto file read in ranges by worker processes (``kineto_split``): the ranges'
+    rows taken into the store's stage tables, their name keys mapped to the run's."""
+    from tracekit.ingest.readers import json_chunks, kineto_split
+
+    monkeypatch.setattr(kineto_split, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(json_chunks, "CHUNK_BYTES", 64 << 10)
+    trace = tmp_path / "torch.json"
+    replicate(FIXTURES / "torch-trace.pt.trace.json.gz", trace, 4)
+    with watch_plans() as watch:
+        run("analyze", str(trace), "--store", str(tmp_path / "store.db"), "--json",
+            "--jobs", "3")
+    merges = [plan for plan in watch.plans if "tk_split_" in plan.sql]
+    assert len(merges) >= 10  # five tables from each of three ranges, some through the keys
+    assert any("tk_split_keys" in plan.sql for plan in merges)
+    assert watch.quadratic() == []

@@ -156,9 +156,11 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
     it on a second connection and core while it copies (``tracekit.ingest.side``).
     ``rehash``: recognize a stored run by the inputs' content hash only, never by their
     path and file signature. Several files: ``jobs`` worker processes read them (default
-    the machine's cores); ``one_run`` keeps them as one run even when they are not one job;
-    ``job`` adds them to the run of that job (made by the first ingest that names it).
-    ``gathered``: the inputs as ``gather_inputs`` already found them.
+    the machine's cores); one big file: a reader may parse it with as many (the Kineto
+    reader, ``tracekit.ingest.readers.kineto_split``). ``one_run`` keeps several files as
+    one run even when they are not one job; ``job`` adds them to the run of that job
+    (made by the first ingest that names it). ``gathered``: the inputs as
+    ``gather_inputs`` already found them.
     """
     gathered = gathered or gather_inputs(inputs)
     files, spec = gathered.files, gathered.spec
@@ -187,7 +189,7 @@ def ingest(store: Store, inputs: Sequence[Path], *, work_dir: Path | None = None
             try:
                 result = _ingest_run(store, spec, spec_read, readable, source, side, origin,
                                      hashing, display, label, allow_no_kernels,
-                                     step_attribution, files, one_run)
+                                     step_attribution, files, one_run, jobs)
             finally:
                 if side is not None:  # before the converted file's folder goes
                     side.close(interrupt=True)
@@ -204,7 +206,7 @@ def ingest_file(store: Store, path: Path, *, allow_no_kernels: bool = False,
     """One file as one run: what a worker of ``tracekit.ingest.parts`` does in its scratch."""
     gathered = InputSet([path], [detect_file(path)])
     return ingest(store, [path], gathered=gathered, allow_no_kernels=allow_no_kernels,
-                  work_dir=work_dir, side_reads=True)
+                  work_dir=work_dir, side_reads=True, jobs=1)
 
 
 def _ingest_parts(store: Store, files: list[Path], spec: FormatSpec, origin: Origin, *,
@@ -272,7 +274,7 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
                 source: Path | None, side: SideWork | None, origin: Origin,
                 hashing: BackgroundHash | None, display: str, label: str | None,
                 allow_no_kernels: bool, step_attribution: StepAttribution | None,
-                inputs: list[Path], one_run: bool) -> IngestResult:
+                inputs: list[Path], one_run: bool, jobs: int | None) -> IngestResult:
     """The ingest transaction: the run row, the reader's copy, the hash check, the commit."""
     reader = importlib.import_module(f"tracekit.ingest.readers.{spec_read.reader}")
     try:
@@ -288,7 +290,7 @@ def _ingest_run(store: Store, spec: FormatSpec, spec_read: FormatSpec, readable:
                                 paths=readable, display_name=display,
                                 allow_no_kernels=allow_no_kernels,
                                 step_attribution=step_attribution, side=side,
-                                one_run=one_run)
+                                one_run=one_run, jobs=jobs)
             if copier is not None:
                 ctx.copier = copier
             info = reader.ingest(ctx)

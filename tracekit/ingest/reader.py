@@ -58,6 +58,8 @@ class IngestContext:
     side: SideWork | None = None
     #: keep several files as one run even when they are not one job (``--one-run``)
     one_run: bool = False
+    #: processes a reader may parse one big file with (None: the machine's cores; 1: none)
+    jobs: int | None = None
 
 
 @dataclass

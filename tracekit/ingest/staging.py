@@ -29,10 +29,12 @@ class StageTable:
 
     ``numbered``: the table gets a leading primary key ``row_no`` (0, 1, 2 … in the order
     rows are added), so a join that must pick one of several candidate rows can name it.
+    ``temporary=False``: a plain table of the connection's database, for a scratch file that
+    another connection attaches afterwards (``tracekit.ingest.readers.kineto_split``).
     """
 
     def __init__(self, connection: Connection, name: str, columns: Sequence[tuple[str, str]],
-                 *, numbered: bool = False) -> None:
+                 *, numbered: bool = False, temporary: bool = True) -> None:
         self.connection = connection
         self.name = name
         self.numbered = numbered
@@ -46,7 +48,8 @@ class StageTable:
         self.count = 0
         connection.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
         definition = ", ".join(f"{column} {kind}" for column, kind in columns)
-        connection.exec_driver_sql(f"CREATE TEMPORARY TABLE {name} ({definition})")
+        kind = "TEMPORARY TABLE" if temporary else "TABLE"
+        connection.exec_driver_sql(f"CREATE {kind} {name} ({definition})")
         placeholders = ", ".join("?" for _ in self.columns)
         self._insert = f"INSERT INTO {name} ({', '.join(self.columns)}) VALUES ({placeholders})"
 

@@ -154,12 +154,7 @@ class TraceRows:
     def __init__(self, ctx: IngestContext) -> None:
         self.ctx = ctx
         self.connection: Connection = ctx.connection
-        stages = dict(STAGES)
-        if self.kernel_threads:
-            stages["tk_kernel"] = (*STAGES["tk_kernel"], ("tid", "BIGINT"))
-        self.stage = {name: StageTable(self.connection, name, columns,
-                                       numbered=name in NUMBERED_STAGES)
-                      for name, columns in stages.items()}
+        self.stage = self.stage_tables(self.connection)
         self.kernel_names: dict[str, int] = {}
         #: short and mangled names by kernel name key, where the format has them
         self.short_names: dict[int, str | None] = {}
@@ -169,6 +164,17 @@ class TraceRows:
         self.thread_names: dict[tuple[int, int], str] = {}
         self.threads: set[tuple[int, int]] = set()
         self.files: list[FileState] = []
+
+    def stage_tables(self, connection: Connection, *, temporary: bool = True
+                     ) -> dict[str, StageTable]:
+        """The stage tables of this reader on ``connection`` (``temporary=False``: plain
+        tables of a scratch file)."""
+        stages = dict(STAGES)
+        if self.kernel_threads:
+            stages["tk_kernel"] = (*STAGES["tk_kernel"], ("tid", "BIGINT"))
+        return {name: StageTable(connection, name, columns, numbered=name in NUMBERED_STAGES,
+                                 temporary=temporary)
+                for name, columns in stages.items()}
 
     def kernel_key(self, name: str) -> int:
         """The per-run source_key of a kernel name (a running index)."""

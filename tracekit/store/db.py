@@ -172,7 +172,7 @@ class Store:
                 finally:
                     if keys_off:
                         connection.exec_driver_sql("PRAGMA foreign_keys = ON")
-                    for schema in attached:
+                    for schema in [*attached, *connection.info.pop(ATTACHED_INSIDE, ())]:
                         connection.exec_driver_sql(f"DETACH DATABASE {schema}")
         except Exception as exc:
             error = store_write_error(display_url(self.url), exc, blame_damage=not attached)
@@ -346,6 +346,18 @@ def open_store(url_or_path: str | None = None, *, write: bool = True) -> Store:
         engine.dispose()
         raise
     return store
+
+
+#: ``Connection.info`` key: schemas attached inside a ``Store.begin`` transaction, detached
+#: when it has ended (SQLite refuses DETACH while a transaction holds the database)
+ATTACHED_INSIDE = "tracekit_attached_inside"
+
+
+def attach_for_transaction(connection: Connection, schema: str, uri: str) -> None:
+    """ATTACH ``uri`` as ``schema`` inside the running ``Store.begin`` transaction (SQLite);
+    it is detached after the transaction ends."""
+    connection.exec_driver_sql(f"ATTACH DATABASE ? AS {schema}", (uri,))
+    connection.info.setdefault(ATTACHED_INSIDE, []).append(schema)
 
 
 def scratch_store(path: Path) -> Store:

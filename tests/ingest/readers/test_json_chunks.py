@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -12,14 +11,18 @@ from typing import Any
 
 import pytest
 
-from tests.support import paths
+from tests.support.kineto_layouts import (
+    BELOW_2_41,
+    FIXTURE,
+    fixture_document,
+    oddities,
+    write_layouts,
+)
 from tracekit.errors import InputError
 from tracekit.ingest.pipeline import ingest
 from tracekit.ingest.readers import json_chunks, kineto_json
 from tracekit.store import open_store
 
-FIXTURE = (paths.H200_FIXTURES
-           / "torch-trace.pt.trace.json.gz")
 TABLES = ("kernels", "cpu_ops", "runtime_calls", "memory_ops", "nvtx_ranges", "processes",
           "threads", "devices", "kernel_names", "api_names")
 
@@ -79,67 +82,6 @@ def both_ways(trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         streamed_only(patch)
         streamed = stored(trace, tmp_path / f"{trace.name}-streamed.db")
     return chunked, streamed
-
-
-def fixture_document(shift_us: float = 0.0) -> dict[str, Any]:
-    """The H200 fixture, its times moved by ``shift_us``. Its times (5.2·10^12 µs) are beyond
-    2^41 µs, where times are converted one event at a time; shifted to 1.2·10^12 µs (like the
-    B200 trace) a column of them goes through numpy."""
-    with gzip.open(FIXTURE, "rt", encoding="utf-8") as stream:
-        document = json.load(stream)
-    if shift_us:
-        for event in document["traceEvents"]:
-            if isinstance(event, dict) and isinstance(event.get("ts"), float):
-                event["ts"] = round(event["ts"] + shift_us, 3)
-    return document  # type: ignore[no-any-return]
-
-
-#: moves the fixture's times below 2^41 µs (the column-at-a-time conversion)
-BELOW_2_41 = -4e12
-
-
-def oddities(events: list[dict[str, Any]]) -> list[Any]:
-    """The real events plus content a reader must survive (and skip or keep as it does)."""
-    kernel = next(e for e in events if e.get("cat") == "kernel")
-    op = next(e for e in events if e.get("cat") == "cpu_op")
-    odd: list[Any] = [
-        1, "text", None, [kernel],                          # elements that are no event
-        {**op, "args": ["not", "a", "dict"]},               # args of the wrong type
-        {**op, "args": None, "name": 7},
-        {**op, "name": 'a, {"b": "}, {"},\n', "args": {**op.get("args", {}),
-                                                         "nested": [{"x": 1}, {"y": [{}]}]}},
-        {**op, "name": "ünïcödé ∑ 🚀 (a surrogate pair once escaped)"},
-        {**op, "ts": op["ts"] + 0.001, "dur": 2},         # an int dur among floats
-        {**kernel, "args": {**kernel["args"], "grid": "1,2,3", "device": "0"}},
-        {**op, "cat": ["a", "list"]},
-        {"ph": "M", "name": "thread_name", "pid": op["pid"], "tid": op["tid"],
-         "args": {"name": "odd thread"}},
-    ]
-    last = {"ph": "M", "cat": "__metadata", "name": "process_name", "pid": op["pid"],
-            "args": {"name": "a process named in a metadata event with a category"}}
-    return [*events[:50], *odd, *events[50:], last]
-
-
-def write_layouts(folder: Path, document: dict[str, Any]) -> dict[str, Path]:
-    """The same document in the layouts the chunked path must handle."""
-    events = document["traceEvents"]
-    header = {k: v for k, v in document.items() if k != "traceEvents"}
-    files = {
-        "pretty": json.dumps(document, indent=4),
-        "one-line": json.dumps(document),
-        "compact": json.dumps(document, separators=(",", ":")),
-        "bare-list": json.dumps(events, indent=1),
-        "keys-after": json.dumps({"traceEvents": events, **header}, indent=2),
-        "one-event-per-line": "{" + ",\n".join(
-            [*(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in header.items()),
-             '"traceEvents": [\n' + ",\n".join(map(json.dumps, events)) + "\n]"]) + "}",
-    }
-    written = {}
-    for name, text in files.items():
-        path = folder / f"{name}.json"
-        path.write_text(text, encoding="utf-8", errors="surrogatepass")
-        written[name] = path
-    return written
 
 
 @pytest.fixture(params=[64, 4096, 1 << 20], ids=["64B-chunks", "4KiB-chunks", "1MiB-chunks"])
@@ -288,3 +230,80 @@ def test_times_of_a_column_equal_times_of_each_event() -> None:
     starts, ends = reader._times_of(events)
     expected = [reader._times(event) for event in events]
     assert list(zip(starts, ends, strict=True)) == expected
+
+
+def sequential_chunks(trace: Path) -> tuple[list[bytes], int, bool]:
+    """The chunks ``decoded_chunks`` decodes in ``trace`` (their bytes as decoded), the
+    offset of the events array, and whether the file is a bare list."""
+    from tracekit.ingest.readers.json_document import (
+        TopLevelScanner,
+        array_after_key,
+        first_significant,
+    )
+
+    chunks: list[bytes] = []
+
+    def decode(view: memoryview) -> int | None:
+        data = bytes(view)
+        try:
+            json.loads(data)
+        except ValueError:
+            return None
+        chunks.append(data)
+        return 1
+
+    scanner = TopLevelScanner()
+    with trace.open("rb") as stream:
+        first = first_significant(stream)
+        scanner.feed(first)
+        bare_list = first[:1] == b"["
+        buffer = bytearray(first) if bare_list else array_after_key(stream, bytearray(first),
+                                                                   scanner)
+        array_at = stream.tell() - len(buffer)
+        for _ in json_chunks.decoded_chunks(
+                stream, buffer, scanner, bare_list=bare_list, decode=decode,
+                trailer_ok=json_chunks.blanks_only if bare_list else json_chunks.object_rest_ok):
+            pass
+    return chunks, array_at, bare_list
+
+
+def chunks_by_seeking(trace: Path, array_at: int, bare_list: bool) -> list[bytes]:
+    """The chunks ``chunk_spans`` finds, as their bytes would be decoded."""
+    with trace.open("rb") as stream:
+        spans = json_chunks.chunk_spans(
+            stream, array_at, trace.stat().st_size,
+            trailer_ok=json_chunks.blanks_only if bare_list else json_chunks.object_rest_ok)
+        found = []
+        for start, end in spans:
+            stream.seek(start)
+            chunk = bytearray(stream.read(end - start + 1))
+            chunk[0], chunk[-1] = ord("["), ord("]")
+            found.append(bytes(chunk))
+    return found
+
+
+@pytest.mark.parametrize("layout", ["pretty", "one-line", "compact", "bare-list", "keys-after",
+                                    "one-event-per-line"])
+def test_chunk_spans_are_the_cuts_of_the_sequential_read(tmp_path: Path, chunk_bytes: int,
+                                                          layout: str) -> None:
+    """Found by seeking, without decoding, the chunks are the ones the sequential read
+    decodes, byte for byte (where no cut had to be moved past a string)."""
+    trace = write_layouts(tmp_path, fixture_document())[layout]
+    chunks, array_at, bare_list = sequential_chunks(trace)
+    assert chunks_by_seeking(trace, array_at, bare_list) == chunks
+    assert len(chunks) > 1 or chunk_bytes > 1000
+
+
+def test_a_cut_is_searched_for_past_a_long_run_of_blanks(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of blanks between events that straddle the reads (after the first 64 KiB): each
+    cut is the one a search of the whole file finds, however the bytes were read."""
+    monkeypatch.setattr(json_chunks, "CHUNK_BYTES", 100)
+    monkeypatch.setattr(json_chunks, "READ_BYTES", 120)
+    events = [json.dumps({"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": i, "dur": 1})
+              for i in range(600)]
+    trace = tmp_path / "blanks.json"
+    trace.write_text('{"traceEvents": [' + (",\n" + " " * 300).join(events) + "]}")
+    chunks, array_at, bare_list = sequential_chunks(trace)
+    assert chunks_by_seeking(trace, array_at, bare_list) == chunks
+    assert [len(json.loads(chunk)) for chunk in chunks] == [2] * 300

@@ -16,6 +16,12 @@ values, its end is a boundary too — outside strings, back at the array's own d
 comma. A cut that is wrong (a nested object on its own line, ``, {`` inside a string) makes
 the parse fail, and the chunk grows to the next candidate cut.
 
+Which cut: the first candidate at least ``CHUNK_BYTES`` after the chunk's start (a candidate
+that is not after a comma, or whose chunk does not parse, moves the search on, at least
+doubling the distance). The cuts depend on the bytes alone, never on how they were read, so
+``chunk_spans`` finds the same cuts in a plain file by seeking (a reader that decodes its
+chunks in several processes), without decoding anything; the decode verifies them there.
+
 When no cut works within ``GROW_LIMIT`` bytes, or the end of the array cannot be told from
 the end of the file, ``Unchunkable`` says so; the caller falls back to its streaming parser
 for the rest (the elements decoded so far were whole and in order, so it can skip them).
@@ -42,6 +48,10 @@ _ARRAY_END = re.compile(rb"[}\[][ \t\r\n]*\]")
 #: what may follow the events array of an object: a comma and the next key, or its end
 _OBJECT_REST = re.compile(rb'[ \t\r\n]*(?:(,)[ \t\r\n]*"|\}[ \t\r\n]*\Z)')
 _BLANKS_TO_END = re.compile(rb"[ \t\r\n]*\Z")
+#: what the start of a cut that runs past the bytes read so far can be followed by
+_CUT_PREFIX_TO_END = re.compile(rb"[ \t\r\n,]*\Z")
+#: bytes read at a time when looking for a cut by seeking (``chunk_spans``)
+PROBE_BYTES = 64 << 10
 COMMA, OPEN, CLOSE, OPEN_BRACE = ord(","), ord("["), ord("]"), ord("{")
 
 T = TypeVar("T")
@@ -101,11 +111,12 @@ def decoded_chunks(stream: IO[bytes], buffer: bytearray, feed: Feed, *, bare_lis
         while elements is None:
             while len(buffer) <= search_from and not eof:
                 read_more()
-            cut = _CUT.search(buffer, min(search_from, len(buffer)))
+            start = min(search_from, len(buffer))
+            cut = _CUT.search(buffer, start)
             while cut is None and not eof:
                 if len(buffer) > GROW_LIMIT:
                     raise Unchunkable(f"no element boundary within {GROW_LIMIT} bytes")
-                start = max(0, len(buffer) - 64)
+                start = resume_at(buffer, start)
                 read_more()
                 cut = _CUT.search(buffer, start)
             if cut is None:
@@ -123,6 +134,90 @@ def decoded_chunks(stream: IO[bytes], buffer: bytearray, feed: Feed, *, bare_lis
         if elements is None:
             yield from _last_chunk(buffer, decode, trailer_ok)
             return
+
+
+def resume_at(buffer: bytes | bytearray, searched_from: int) -> int:
+    """Where to search for a cut again once more bytes follow ``buffer``, after a search from
+    ``searched_from`` found none: a cut not found yet runs past the end, so it starts in the
+    trailing run of blanks and commas (never before ``searched_from``)."""
+    probe = max(searched_from, len(buffer) - 64)
+    while True:
+        found = _CUT_PREFIX_TO_END.search(buffer, probe)
+        at = found.start() if found is not None else len(buffer)
+        if at > probe or probe == searched_from:
+            return at
+        probe = max(searched_from, probe - 4096)  # the run may go further back
+
+
+def chunk_spans(stream: IO[bytes], array_at: int, size: int, *,
+                trailer_ok: Callable[[bytearray, int], bool]) -> list[tuple[int, int]]:
+    """The chunks ``decoded_chunks`` makes of the array whose ``[`` is at offset ``array_at``
+    of a seekable ``stream`` of ``size`` bytes, found by seeking instead of reading it all.
+
+    Each chunk is ``(start, end)``: the offset of the byte before its first element (the
+    ``[``, or the blank or comma ``decoded_chunks`` overwrites with ``[``) and of the byte
+    after its last one (the comma it overwrites with ``]``, or the array's own ``]``). The
+    cuts are not verified (nothing is decoded): whoever decodes a chunk verifies its cut,
+    and a chunk that does not parse means ``decoded_chunks`` would have cut elsewhere.
+    Raises ``Unchunkable`` where ``decoded_chunks`` would, or could (a cut close to
+    ``GROW_LIMIT``).
+    """
+    spans = []
+    start = array_at
+    while True:
+        search_from = CHUNK_BYTES
+        while True:
+            cut = _cut_at(stream, start, search_from, size)
+            if cut is None:
+                spans.append((start, _array_end(stream, start, size, trailer_ok)))
+                return spans
+            comma, brace, after_comma = cut
+            if brace - start > GROW_LIMIT // 2:
+                raise Unchunkable(f"no element boundary within {GROW_LIMIT // 2} bytes")
+            if after_comma:
+                break
+            search_from = max(brace + 1 - start, 2 * search_from)
+        spans.append((start, comma))
+        start = brace - 1
+
+
+def _cut_at(stream: IO[bytes], start: int, search_from: int, size: int
+            ) -> tuple[int, int, bool] | None:
+    """Offsets of the comma (or newline) and ``{`` of the first cut at least
+    ``search_from`` after ``start``, and whether it follows a comma; None when there is
+    none before the end."""
+    origin = start + search_from
+    if origin >= size:
+        return None
+    stream.seek(origin)
+    window = bytearray(stream.read(PROBE_BYTES))
+    searched = 0
+    while True:
+        cut = _CUT.search(window, searched)
+        if cut is not None:
+            return (origin + cut.start(), origin + cut.end() - 1,
+                    window[cut.start()] == COMMA)
+        if origin + len(window) >= size:
+            return None
+        if origin + len(window) - start > GROW_LIMIT // 2:
+            raise Unchunkable(f"no element boundary within {GROW_LIMIT // 2} bytes")
+        searched = resume_at(window, searched)
+        window += stream.read(PROBE_BYTES)
+
+
+def _array_end(stream: IO[bytes], start: int, size: int,
+               trailer_ok: Callable[[bytearray, int], bool]) -> int:
+    """Offset of the ``]`` that ends the array, found as ``_last_chunk`` finds it."""
+    if size - start > GROW_LIMIT:
+        raise Unchunkable(f"the last chunk is over {GROW_LIMIT} bytes")
+    stream.seek(start)
+    buffer = bytearray(stream.read(size - start))
+    buffer[0] = OPEN
+    for end in _ARRAY_END.finditer(buffer):
+        bracket = end.end() - 1
+        if trailer_ok(buffer, bracket + 1):
+            return start + bracket
+    raise Unchunkable("the end of the events array was not found")
 
 
 def _decode_between(buffer: bytearray, end: int, decode: Callable[[memoryview], T | None]

@@ -108,6 +108,12 @@ class TopLevelScanner:
         while self.tail_size - len(self.tail[0]) >= TAIL_BYTES:
             self.tail_size -= len(self.tail.pop(0))
 
+    def feed_tail(self, tail: bytes) -> None:
+        """The last bytes of the stream (at least ``TAIL_BYTES``, or all after the head),
+        read by seeking instead of fed on the way there."""
+        self.tail = [tail]
+        self.tail_size = len(tail)
+
     def top_level(self) -> dict[str, Any] | None:
         head = parse_head(bytes(self.head))
         trailer = parse_trailer(b"".join(self.tail).decode("utf-8", "replace"),

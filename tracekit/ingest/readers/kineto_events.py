@@ -8,6 +8,12 @@ arg names the reader's spec lists; everything else is skipped by the parser with
 built. Field values stay untyped (``Any``): a value of an unexpected type is the handlers'
 business, exactly as with a dict.
 
+Args listed as ``raw`` (the CPU ops' ``Input type`` and ``Input Dims``: nested lists, stored as
+JSON text) are not built at all: msgspec keeps each one's JSON bytes (``msgspec.Raw``, a view
+into the decoded chunk) and the reader turns each distinct text into its stored form once
+(``texts_of``). A chunk must then be decoded from ``bytes``, never from a view into a buffer
+that is later cut: a ``Raw`` holds an export of what it was decoded from.
+
 Numbers: floats, or ``Decimal`` when the file's times are too large for a float to keep every
 ns (``exact=True``; the same rule and the same values as ijson's ``use_float=False``).
 
@@ -34,13 +40,16 @@ EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
 class EventTypes:
     """The ``Event``/``Args`` record types for a set of arg names, and their decoders."""
 
-    def __init__(self, arg_names: Iterable[str], *, exact: bool) -> None:
+    def __init__(self, arg_names: Iterable[str], *, exact: bool,
+                 raw: Iterable[str] = ()) -> None:
         names = list(dict.fromkeys(arg_names))
+        raw_names = frozenset(raw)
         #: arg name → attribute of the args record
         self.attr = {name: f"a{index}" for index, name in enumerate(names)}
         self.args_type = msgspec.defstruct(
             "KinetoArgs",
-            [(self.attr[name], Any, msgspec.field(default=None, name=name)) for name in names],
+            [(self.attr[name], msgspec.Raw if name in raw_names else Any,
+              msgspec.field(default=None, name=name)) for name in names],
             gc=False)
         self.event_type = msgspec.defstruct(
             "KinetoEvent",
@@ -56,7 +65,11 @@ class EventTypes:
         self._untyped = msgspec.json.Decoder(float_hook=hook)
         self._arg_pairs = tuple(self.attr.items())
 
-    def decode(self, data: bytes | memoryview) -> tuple[list[Any], int] | None:
+    def value_of(self, raw: msgspec.Raw | bytes) -> Any:
+        """The value of a ``raw`` arg's JSON text, as the untyped decode would give it."""
+        return self._untyped.decode(raw)
+
+    def decode(self, data: bytes | bytearray | memoryview) -> tuple[list[Any], int] | None:
         """The event records of a JSON array and its number of elements (anything but an
         object has no record), or None when ``data`` is not a JSON array (a wrong cut)."""
         try:
@@ -73,7 +86,7 @@ class EventTypes:
             return None
         return [event for event in map(self.from_dict, values) if event is not None], len(values)
 
-    def _ijson(self, data: bytes | memoryview) -> list[Any] | None:
+    def _ijson(self, data: bytes | bytearray | memoryview) -> list[Any] | None:
         """The array as ijson reads it (lone surrogates, overflowing floats …), or None."""
         try:
             return list(ijson.items(io.BytesIO(data), "item", use_float=not self.exact))

@@ -42,6 +42,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import ijson
+import msgspec
 import numpy as np
 
 from tracekit import progress
@@ -63,6 +64,7 @@ from tracekit.ingest.readers.json_document import (
     slow_top_level,
 )
 from tracekit.ingest.readers.kineto_events import EventTypes
+from tracekit.ingest.readers.kineto_split import read_split, split_workers
 from tracekit.ingest.readers.kineto_time import FLOAT_EXACT_US, floats_are_exact, to_ns
 from tracekit.ingest.spec import KinetoMapping
 from tracekit.ingest.trace_rows import (
@@ -85,7 +87,10 @@ METADATA_ARGS = ("name",)
 #: the integer kernel args, in the order _kernel unpacks them
 KERNEL_ARG_TARGETS = ("device", "stream", "correlation", "registers", "shared_memory",
                       "external_id", "graph_node_id", "graph_id")
-TYPES_CACHE_SIZE = 100_000
+#: distinct ``Input type`` / ``Input Dims`` texts remembered with their stored form, per arg
+TEXTS_CACHE_SIZE = 1 << 15
+#: what a text cache gives for a text it has not seen
+_UNSEEN = object()
 
 
 def pick(args: Any, attrs: tuple[str, ...]) -> Any:
@@ -128,6 +133,7 @@ _TID = attrgetter("tid")
 _ARGS = attrgetter("args")
 _EVENT_NAME = attrgetter("name")
 _NUMBERS = frozenset({int, float})
+_INT_OR_NONE = frozenset({int, type(None)})
 #: roles handled a chunk at a time, by group (roles of a group share a stage table)
 BATCHED = {"cpu_op": "cpu_op", "runtime": "api", "driver": "api"}
 
@@ -151,7 +157,8 @@ class KinetoReader(TraceRows):
         self.module_prefix = mapping.modules.prefix
         self.module_frames = 0
         self.last_thread: tuple[Any, Any] = (None, None)
-        self.types_cache: dict[tuple[Any, ...], str] = {}
+        #: stored JSON of each distinct raw ``Input type`` / ``Input Dims`` text seen
+        self.text_caches: dict[str, dict[bytes, str | None]] = {"types": {}, "dims": {}}
         self.handlers = {
             "kernel": self._kernel, "memcpy": self._memcpy, "memset": self._memset,
             "runtime": self._runtime, "driver": self._driver, "cpu_op": self._cpu_op,
@@ -163,7 +170,10 @@ class KinetoReader(TraceRows):
 
     def use_types(self, *, exact: bool) -> None:
         """Decode events into the records of ``kineto_events`` (floats, or Decimal)."""
-        types = self.types = EventTypes(self.arg_names, exact=exact)
+        raw = (*self.spec_args["input_types"], *self.spec_args["input_dims"])
+        types = self.types = EventTypes(self.arg_names, exact=exact, raw=raw)
+        for cache in self.text_caches.values():
+            cache.clear()  # a text's value depends on how numbers are read
         self.no_args = types.no_args
         attrs = {target: tuple(types.attr[name] for name in names)
                  for target, names in self.spec_args.items()}
@@ -181,18 +191,23 @@ class KinetoReader(TraceRows):
         state = FileState(index, path)
         self.files.append(state)
         handled = 0
+        header = None
         try:
             size = path.stat().st_size
             with progress.task(f"reading {path.name}", total=size, unit="bytes") as task:
-                try:
-                    with _gc_paused():
-                        for events, elements in self._chunks(path):
-                            self._handle_chunk(state, events)
-                            handled += elements
-                            task.update(self.position())
-                    header = self.chunk_header
-                except Unchunkable:
-                    header = self._stream(state, path, skip=handled)
+                workers = split_workers(self.ctx.jobs, size, self.connection)
+                if workers > 1 and read_split(self, state, path, workers, task):
+                    pass  # the file's chunks were read by several processes
+                else:
+                    try:
+                        with _gc_paused():
+                            for events, elements in self._chunks(path):
+                                self._handle_chunk(state, events)
+                                handled += elements
+                                task.update(self.position())
+                        header = self.chunk_header
+                    except Unchunkable:
+                        header = self._stream(state, path, skip=handled)
                 task.update(size)
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
             raise InputError(f"{path}: gzip data is truncated or corrupt ({exc})",
@@ -229,11 +244,16 @@ class KinetoReader(TraceRows):
             else:
                 buffer = array_after_key(stream, bytearray(first), scanner)
             yield from decoded_chunks(stream, buffer, scanner, bare_list=bare_list,
-                                      decode=self.types.decode,
+                                      decode=self._decode_copy,
                                       trailer_ok=blanks_only if bare_list else object_rest_ok)
         if not bare_list:
             header = scanner.top_level()
             self.chunk_header = header if header is not None else slow_top_level(path)
+
+    def _decode_copy(self, view: memoryview) -> tuple[list[Any], int] | None:
+        """``EventTypes.decode`` of a copy of the chunk: the records' raw args point into
+        what was decoded, and the chunker's buffer is cut after each chunk."""
+        return self.types.decode(bytes(view))
 
     def _stream(self, state: FileState, path: Path, skip: int) -> dict[str, Any] | None:
         """The file through ijson's streaming parser, events after the first ``skip``.
@@ -431,8 +451,8 @@ class KinetoReader(TraceRows):
         self.stage["tk_cpu_op"].add((
             state.index, _name(event, ""), start, end,
             as_int(pick(args, keys.external_id)) or None, tid, pid,
-            self._types_json(pick(args, keys.input_types)),
-            _dims_json(pick(args, keys.input_dims))))
+            self._text_of(pick(args, keys.input_types), "types"),
+            self._text_of(pick(args, keys.input_dims), "dims")))
 
     def _annotation(self, state: FileState, event: Any) -> None:
         pid, tid = self._cpu_ids(state.cpu_pids, event)
@@ -441,19 +461,27 @@ class KinetoReader(TraceRows):
                                     None, tid, pid))
 
     def _cpu_ops(self, state: FileState, events: list[Any]) -> None:
-        """The rows of a chunk's ``cpu_op`` events (``_cpu_op`` for many, column-wise)."""
-        events = [e for e in events if e.ph == "X" and e.ts is not None]
+        """The rows of a chunk's ``cpu_op`` events (``_cpu_op`` for many, column-wise: in
+        the usual case every column is made in C, without a Python step per event)."""
+        events = _complete_only(events)
         if not events:
             return
-        keys, no_args = self.keys, self.no_args
-        args = [a if a is not None else no_args for a in map(_ARGS, events)]
+        keys = self.keys
+        args = list(map(_ARGS, events))
+        if None in args:
+            no_args = self.no_args
+            args = [a if a is not None else no_args for a in args]
         pids, tids = self._cpu_ids_of(state.cpu_pids, events)
         starts, ends = self._times_of(events)
-        externals = [as_int(value) or None for value in self._picked(args, keys.external_id)]
-        types = list(map(self._types_json, self._picked(args, keys.input_types)))
-        dims = list(map(_dims_json, self._picked(args, keys.input_dims)))
-        names = [name if type(name) is str and name else _name(event, "")
-                 for name, event in zip(map(_EVENT_NAME, events), events, strict=True)]
+        externals = self._picked(args, keys.external_id)
+        if not _types_in(externals, _INT_OR_NONE) or 0 in externals:
+            externals = [as_int(value) or None for value in externals]
+        types = self._texts_of(self._picked(args, keys.input_types), "types")
+        dims = self._texts_of(self._picked(args, keys.input_dims), "dims")
+        names = list(map(_EVENT_NAME, events))
+        if not _all_of_type(names, str) or "" in names:
+            names = [name if type(name) is str and name else _name(event, "")
+                     for name, event in zip(names, events, strict=True)]
         self.stage["tk_cpu_op"].extend(list(zip(
             repeat(state.index), names, starts, ends, externals, tids, pids, types, dims,
             strict=False)))
@@ -482,7 +510,7 @@ class KinetoReader(TraceRows):
 
     def _apis(self, state: FileState, events: list[Any]) -> None:
         """The rows of a chunk's runtime and driver calls, in file order (``_api`` for many)."""
-        events = [e for e in events if e.ph == "X" and e.ts is not None]
+        events = _complete_only(events)
         if not events:
             return
         no_args = self.no_args
@@ -556,20 +584,40 @@ class KinetoReader(TraceRows):
         counts[pid] += 1  # type: ignore[index]
         return pid, tid
 
-    def _types_json(self, types: Any) -> str | None:
-        """``Input type`` lists repeat endlessly: encode each distinct one once."""
-        if type(types) is not list:
-            return dump_json(types)
-        key = tuple(types)
-        try:
-            cached = self.types_cache.get(key)
-        except TypeError:  # unhashable items
-            return dump_json(types)
-        if cached is None:
-            cached = dump_json(types)
-            if len(self.types_cache) < TYPES_CACHE_SIZE:
-                self.types_cache[key] = cached  # type: ignore[assignment]
-        return cached
+    def _texts_of(self, values: list[Any], kind: str) -> list[str | None]:
+        """``_text_of`` for many values: the raw texts looked up in C, only those not seen
+        before converted (``Input type`` and ``Input Dims`` lists repeat endlessly)."""
+        kinds = set(map(type, values))
+        if kinds == {msgspec.Raw}:
+            cache = self.text_caches[kind]
+            raws = list(map(bytes, values))
+            texts = list(map(cache.get, raws, repeat(_UNSEEN)))
+            if _UNSEEN in texts:
+                for index, (text, raw) in enumerate(zip(texts, raws, strict=True)):
+                    if text is _UNSEEN:
+                        texts[index] = self._new_text(raw, kind)
+            return texts  # type: ignore[return-value]  # every _UNSEEN was replaced
+        if kinds == {type(None)}:
+            return [None] * len(values)  # the arg is absent: no text either way
+        return [self._text_of(value, kind) for value in values]
+
+    def _text_of(self, value: Any, kind: str) -> str | None:
+        """The stored JSON of an ``Input type`` (``kind`` "types") or ``Input Dims``
+        ("dims") arg: its raw JSON text (the usual case) or an already decoded value
+        (events read by the fallback parsers)."""
+        if type(value) is msgspec.Raw:
+            raw = bytes(value)
+            text = self.text_caches[kind].get(raw, _UNSEEN)
+            return self._new_text(raw, kind) if text is _UNSEEN else text  # type: ignore[return-value]
+        return _TO_TEXT[kind](value)
+
+    def _new_text(self, raw: bytes, kind: str) -> str | None:
+        """A raw text not seen before: decoded as the events are, converted, remembered."""
+        text = _TO_TEXT[kind](self.types.value_of(raw))
+        cache = self.text_caches[kind]
+        if len(cache) < TEXTS_CACHE_SIZE:
+            cache[raw] = text
+        return text
 
     def _gpu_annotation(self, state: FileState, event: Any) -> None:
         if not self.store_gpu_ranges:
@@ -600,6 +648,13 @@ def _api_kind(kind: str, name: str) -> str:
     if kind == "runtime" and name.startswith("cu") and not name.startswith("cuda"):
         return "driver"
     return kind
+
+
+def _complete_only(events: list[Any]) -> list[Any]:
+    """The complete events (``ph`` "X") that have a ``ts``: usually all of them (told in C)."""
+    if set(map(_PH, events)) == {"X"} and None not in map(_TS, events):
+        return events
+    return [e for e in events if e.ph == "X" and e.ts is not None]
 
 
 def _all_of_type(values: list[Any], kind: type) -> bool:
@@ -634,6 +689,11 @@ def _dims_json(dims: Any) -> str | None:
     if "'" in text or "e" in text or "N" in text or "T" in text or "F" in text:
         return dump_json(dims)  # strings, Decimal(...), None, True/False, 1e+20
     return text
+
+
+#: how each raw arg's value becomes its stored text (``Input type``: JSON; ``Input Dims``:
+#: JSON written the fast way)
+_TO_TEXT: dict[str, Callable[[Any], str | None]] = {"types": dump_json, "dims": _dims_json}
 
 
 @contextmanager
