@@ -11,8 +11,8 @@ rules had used, collected after the third round of rule work; 187 left after its
 wrong answers were fixed, its 26 abstentions were studied by family in the fourth round, and 9
 names the new rules cite were moved to the corpus: no longer unseen), ``holdback_4.jsonl`` the
 fourth (294 names from nine sources nothing had used, collected after the fourth round; 291 left
-after its three confident wrong answers were fixed and moved to the corpus, 275 after 16 of
-its abstentions were studied by family in the fifth round and moved: no longer unseen). The
+after its three confident wrong answers were fixed and moved to the corpus, 273 after 18 of
+its 19 abstentions were studied by family in the fifth round and moved: no longer unseen). The
 floors below are the measured scores; no confident wrong answer is allowed at all. Raise a
 floor when the rules improve on new families; a rule changed for a hold-back name makes that
 name seen: move it to tests/corpus/ and say so in the README.
@@ -34,7 +34,7 @@ MEASURED = {
     "holdback.jsonl": (31, 1.00),
     "holdback_2.jsonl": (133, 1.00),
     "holdback_3.jsonl": (187, 1.00),
-    "holdback_4.jsonl": (275, 0.98),
+    "holdback_4.jsonl": (273, 0.99),
 }
 RULESET = load_ruleset(use_env=False)
 CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
