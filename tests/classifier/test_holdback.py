@@ -4,25 +4,26 @@ They score the rules the way a user's trace would, and the corpus test never rea
 file is a hold-back of its own, collected after the rules it scores were written
 (tests/corpus/holdback/README.md says from where): ``holdback.jsonl`` the first (34 names, 31
 left after its three misses were fixed and moved to the corpus), ``holdback_2.jsonl`` the
-second (158 names from twelve sources no rule or corpus entry had used; 133 left after its
-22 misses and 3 names the later rules cite were moved to the corpus, and no longer unseen),
-``holdback_3.jsonl`` the third (224 names from nine sources neither the corpus nor the
-rules had used, collected after the third round of rule work; 187 left after its two confident
-wrong answers were fixed, its 26 abstentions were studied by family in the fourth round, and 9
-names the new rules cite were moved to the corpus: no longer unseen), ``holdback_4.jsonl`` the
-fourth (294 names from nine sources nothing had used, collected after the fourth round; 291 left
-after its three confident wrong answers were fixed and moved to the corpus, 273 after 18 of
-its 19 abstentions were studied by family in the fifth round and moved: no longer unseen),
+second (158 names from twelve sources no rule or corpus entry had used; 133 left after its 22
+misses and 3 names the later rules cite were moved to the corpus, and no longer unseen),
+``holdback_3.jsonl`` the third (224 names from nine sources neither the corpus nor the rules
+had used, collected after the third round of rule work; 187 left after its two confident wrong
+answers were fixed, its 26 abstentions were studied by family in the fourth round, and 9 names
+the new rules cite were moved to the corpus: no longer unseen), ``holdback_4.jsonl`` the fourth
+(294 names from nine sources nothing had used, collected after the fourth round; 291 left after
+its three confident wrong answers were fixed and moved to the corpus, 273 after 18 of its 19
+abstentions were studied by family in the fifth round and moved: no longer unseen),
 ``holdback_5.jsonl`` the fifth (290 names, collected blind during the fifth round from 22
 sources reserved from it; scored once at 89.0 % with 5 confident wrong; 258 left after the
 sixth round fixed all 32 misses and moved them: no longer unseen), ``holdback_6.jsonl`` the
 sixth (276 names, collected blind during the sixth round from nine sources reserved from it;
 274 after two that round's sweep had put in the corpus as well were dropped; scored once at
 92.7 % with 0 confident wrong; 254 left after the seventh round fixed its 20 abstentions and
-moved them: no longer unseen).
-The floors below are the measured scores; no confident wrong answer is allowed at all.
-Raise a floor when the rules improve on new families; a rule changed for a hold-back name
-makes that name seen: move it to tests/corpus/ and say so in the README.
+moved them: no longer unseen), ``holdback_7.jsonl`` the seventh (251 names, collected blind
+during the seventh round from 16 sources reserved from it; scored once at 92.4 % with 0
+confident wrong; not tuned on). The floors below are the measured scores; no confident wrong
+answer is allowed at all. Raise a floor when the rules improve on new families; a rule changed
+for a hold-back name makes that name seen: move it to tests/corpus/ and say so in the README.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ MEASURED = {
     "holdback_4.jsonl": (273, 0.99),
     "holdback_5.jsonl": (258, 1.00),
     "holdback_6.jsonl": (254, 1.00),
+    "holdback_7.jsonl": (251, 0.92),
 }
 RULESET = load_ruleset(use_env=False)
 CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
