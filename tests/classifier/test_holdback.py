@@ -21,7 +21,8 @@ sixth (276 names, collected blind during the sixth round from nine sources reser
 92.7 % with 0 confident wrong; 254 left after the seventh round fixed its 20 abstentions and
 moved them: no longer unseen), ``holdback_7.jsonl`` the seventh (251 names, collected blind
 during the seventh round from 16 sources reserved from it; scored once at 92.4 % with 0
-confident wrong; not tuned on). The floors below are the measured scores; no confident wrong
+confident wrong; 233 left after the eighth round fixed 18 of its 19 abstentions by family and
+moved them: no longer unseen). The floors below are the measured scores; no confident wrong
 answer is allowed at all. Raise a floor when the rules improve on new families; a rule changed
 for a hold-back name makes that name seen: move it to tests/corpus/ and say so in the README.
 """
@@ -45,7 +46,7 @@ MEASURED = {
     "holdback_4.jsonl": (273, 0.99),
     "holdback_5.jsonl": (258, 1.00),
     "holdback_6.jsonl": (254, 1.00),
-    "holdback_7.jsonl": (251, 0.92),
+    "holdback_7.jsonl": (233, 0.99),
 }
 RULESET = load_ruleset(use_env=False)
 CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
