@@ -22,8 +22,11 @@ sixth (276 names, collected blind during the sixth round from nine sources reser
 moved them: no longer unseen), ``holdback_7.jsonl`` the seventh (251 names, collected blind
 during the seventh round from 16 sources reserved from it; scored once at 92.4 % with 0
 confident wrong; 233 left after the eighth round fixed 18 of its 19 abstentions by family and
-moved them: no longer unseen). The floors below are the measured scores; no confident wrong
-answer is allowed at all. Raise a floor when the rules improve on new families; a rule changed
+moved them: no longer unseen), ``holdback_8.jsonl`` the eighth (404 names, collected blind during
+the eighth round from sources reserved from it; scored once at 94.8 % with 4 confident wrong; 388
+left after the ninth round fixed its four confident wrong answers and 12 abstentions by family and
+moved those 16 names: no longer unseen). The floors below are the measured scores; no confident
+wrong answer is allowed at all. Raise a floor when the rules improve on new families; a rule changed
 for a hold-back name makes that name seen: move it to tests/corpus/ and say so in the README.
 """
 
@@ -47,6 +50,7 @@ MEASURED = {
     "holdback_5.jsonl": (258, 1.00),
     "holdback_6.jsonl": (254, 1.00),
     "holdback_7.jsonl": (233, 0.99),
+    "holdback_8.jsonl": (388, 0.98),
 }
 RULESET = load_ruleset(use_env=False)
 CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
