@@ -14,6 +14,7 @@ import json
 import os
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,36 @@ def test_the_accuracy_command_groups_by_family_and_by_arch():
                                              str(CORPUS_DIR)]).output)
     assert set(as_json) >= {"total", "families", "archs"}
     assert sum(t["names"] for t in as_json["archs"].values()) == as_json["total"]["names"]
+
+
+def test_the_score_counts_typed_names_and_the_all_unknown_baseline():
+    """A set of mostly untyped names scores high for a rule set that answers ``unknown`` to
+    everything: the report says what that would score and how the typed names alone did."""
+    from click.testing import CliRunner
+
+    from tracekit.cli import cli
+
+    typed = [e for e in ENTRIES if e.path != "unknown"][:3]
+    untyped = [e for e in ENTRIES if e.path == "unknown"][:7]
+    entries = typed + untyped
+    answers = [replace(a, path="unknown") for a in classify_names([e.name for e in entries],
+                                                                   RULESET)]
+    result = score(entries, answers).total
+    assert (result.names, result.typed, result.typed_right) == (10, 3, 0)
+    assert result.right_rate == result.unknown_baseline_rate == 0.7
+    assert result.typed_right_rate == 0.0
+    whole = score(ENTRIES, ANSWERS).total
+    assert whole.typed == sum(e.path != "unknown" for e in ENTRIES)
+    assert whole.typed_right == sum(a.path == e.path != "unknown"
+                                    for e, a in zip(ENTRIES, ANSWERS, strict=True))
+    output = CliRunner().invoke(cli, ["rules", "accuracy", str(CORPUS_DIR)]).output
+    untyped_share = f"{whole.unknown_baseline_rate:.1%}"
+    assert f"answering unknown to every name would score {untyped_share}" in output
+    assert " typed typed-right\n" in output
+    as_json = json.loads(CliRunner().invoke(cli, ["rules", "accuracy", "--json",
+                                                  str(CORPUS_DIR)]).output)
+    assert as_json["total"]["typed"] == whole.typed
+    assert as_json["total"]["unknown_baseline_rate"] == round(whole.unknown_baseline_rate, 4)
 
 
 def test_every_unknown_answer_says_why():

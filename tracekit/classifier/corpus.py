@@ -144,17 +144,28 @@ def _entry(line: str, file: Path, number: int, operand_types: Mapping[str, str])
 
 @dataclass
 class Tally:
-    """Counts for one family (or the whole corpus)."""
+    """Counts for one family (or the whole corpus).
+
+    ``typed`` counts the names whose truth is a path other than ``unknown``: only they test
+    whether the rules *read* a name. A set of mostly untyped names scores high for a rule set that
+    says ``unknown`` to everything, so ``unknown_baseline_rate`` (that rule set's score) is
+    reported beside ``right_rate``, and ``typed_right_rate`` apart from it.
+    """
 
     names: int = 0
     right: int = 0
     abstained: int = 0
     answered_unknown: int = 0
     confident_wrong: int = 0
+    typed: int = 0
+    typed_right: int = 0
 
     def add(self, truth: str, answer: str) -> None:
         self.names += 1
         self.answered_unknown += answer == "unknown"
+        if truth != "unknown":
+            self.typed += 1
+            self.typed_right += answer == truth
         if answer == truth:
             self.right += 1
         elif answer == "unknown":
@@ -170,6 +181,16 @@ class Tally:
     def abstention_rate(self) -> float:
         """Share of names answered ``unknown`` (right or not)."""
         return self.answered_unknown / self.names if self.names else 0.0
+
+    @property
+    def typed_right_rate(self) -> float:
+        """Share of the typed names (truth not ``unknown``) answered with their path."""
+        return self.typed_right / self.typed if self.typed else 1.0
+
+    @property
+    def unknown_baseline_rate(self) -> float:
+        """The right rate of answering ``unknown`` to every name: the floor a score must beat."""
+        return (self.names - self.typed) / self.names if self.names else 1.0
 
 
 @dataclass
@@ -232,16 +253,22 @@ def render_score(result: Score, by: str = "family") -> str:
 
     def row(label: str, tally: Tally) -> str:
         return (f"{label:24} {tally.names:6d} {tally.right_rate:7.1%} "
-                f"{tally.abstention_rate:8.1%} {tally.confident_wrong:10d}")
+                f"{tally.abstention_rate:8.1%} {tally.confident_wrong:10d} "
+                f"{tally.typed:6d} {typed_rate(tally):>11}")
 
     for grouping, groups in (("family", result.families), ("arch", result.archs)):
         if by not in (grouping, "both"):
             continue
         if lines:
             lines.append("")
-        lines.append(f"{grouping:24} {'names':>6} {'right':>7} {'abstain':>8} {'conf-wrong':>10}")
+        lines.append(f"{grouping:24} {'names':>6} {'right':>7} {'abstain':>8} {'conf-wrong':>10} "
+                     f"{'typed':>6} {'typed-right':>11}")
         lines.extend(row(label, tally) for label, tally in groups.items())
         lines.append(row("all", result.total))
+    lines.append("")
+    total = result.total
+    lines.append(f"answering unknown to every name would score {total.unknown_baseline_rate:.1%}"
+                 f" ({total.names - total.typed} of {total.names} truths are unknown)")
     lines.append("")
     lines.extend(render_confusion(result.confusion))
     if result.misses:
@@ -254,15 +281,21 @@ def render_score(result: Score, by: str = "family") -> str:
     return "\n".join(lines)
 
 
+def typed_rate(tally: Tally) -> str:
+    """The typed-right rate as a table cell: ``-`` where a group has no typed name."""
+    return f"{tally.typed_right_rate:.1%}" if tally.typed else "-"
+
+
 def render_markdown(result: Score) -> str:
     """README.md's accuracy tables: the total, then per family and per architecture."""
 
     def cells(tally: Tally) -> str:
         return (f"{tally.names} | {tally.right_rate:.1%} | {tally.abstention_rate:.1%} | "
-                f"{tally.confident_wrong} |").replace("%", " %")
+                f"{tally.confident_wrong} | {tally.typed} | {typed_rate(tally)} |"
+                ).replace("%", " %")
 
-    head = "names | right path | answered unknown | confident wrong |"
-    rule = "---:|---:|---:|---:|"
+    head = "names | right path | answered unknown | confident wrong | typed | typed right |"
+    rule = "---:|---:|---:|---:|---:|---:|"
     lines = [f"| {head}", f"|{rule}", f"| {cells(result.total)}", ""]
     for grouping, groups in (("family", result.families), ("arch", result.archs)):
         lines.extend([f"| {grouping} | {head}", f"|---|{rule}"])
@@ -294,7 +327,9 @@ def score_as_dict(result: Score) -> dict[str, Any]:
     def tally(t: Tally) -> dict[str, Any]:
         return {"names": t.names, "right": t.right, "right_rate": round(t.right_rate, 4),
                 "abstained": t.abstained, "abstention_rate": round(t.abstention_rate, 4),
-                "confident_wrong": t.confident_wrong}
+                "confident_wrong": t.confident_wrong, "typed": t.typed,
+                "typed_right": t.typed_right, "typed_right_rate": round(t.typed_right_rate, 4),
+                "unknown_baseline_rate": round(t.unknown_baseline_rate, 4)}
 
     return {
         "total": tally(result.total),
