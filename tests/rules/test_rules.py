@@ -204,6 +204,69 @@ def test_decode_names_a_missing_table(tmp_path):
         load_ruleset([tmp_path], use_env=False)
 
 
+
+# --- fallback rules: answer only where no family rule has -----------------------------------
+
+
+def _fallback_pack(directory: Path, over: str = '["family-untyped"]') -> None:
+    """Two family rules (unknown, bf16) and a fallback rule over the first."""
+    write_rule(directory, "family-untyped", "unknown", "zzkernel")
+    write_rule(directory, "family-typed", "bf16", "zzkernel_special")
+    target = write_rule(directory, "zz-fallback", "fp16", "zz\\w*_fp16")
+    target.write_text(target.read_text().replace(
+        'patterns =', f'priority = 1\nfallback_over = {over}\npatterns =', 1))
+
+
+def test_a_fallback_answers_over_the_rules_it_names_and_where_none_matches(tmp_path):
+    _fallback_pack(tmp_path)
+    ruleset = load_ruleset([tmp_path], use_env=False)
+    names = ["zzkernel_fp16", "zz_fp16", "zzkernel_special_fp16"]
+    got = {c.name: (c.rule, c.path) for c in classify_names(names, ruleset)}
+    # over the op-only rule it names, although that rule has the higher priority
+    assert got["zzkernel_fp16"] == ("zz-fallback", "fp16")
+    # where no other rule matches
+    assert got["zz_fp16"] == ("zz-fallback", "fp16")
+    # never over a rule it does not name
+    assert got["zzkernel_special_fp16"] == ("family-typed", "bf16")
+
+
+def test_a_fallback_never_overrides_an_abstaining_family_rule_of_lower_priority(tmp_path):
+    _fallback_pack(tmp_path, over="[]")
+    target = tmp_path / "family-untyped.toml"
+    target.write_text(target.read_text().replace("patterns =", "priority = 0\npatterns =", 1))
+    ruleset = load_ruleset([tmp_path], use_env=False)
+    [answer] = classify_names(["zzkernel_fp16"], ruleset)
+    assert (answer.rule, answer.path) == ("family-untyped", "unknown")
+
+
+def test_rules_explain_lists_the_fallback_winner_first(tmp_path):
+    from tracekit.classifier import all_matches
+
+    _fallback_pack(tmp_path)
+    ruleset = load_ruleset([tmp_path], use_env=False)
+    assert [m.rule.id for m in all_matches("zzkernel_fp16", ruleset)][:2] == [
+        "zz-fallback", "family-untyped"]
+
+
+@pytest.mark.parametrize("over,problem", [
+    ('["no-such-rule"]', "fallback_over names rule 'no-such-rule', which does not exist"),
+    ('["zz-fallback"]', "fallback_over names 'zz-fallback', which is a fallback rule itself"),
+])
+def test_fallback_over_must_name_ordinary_rules(tmp_path, over, problem):
+    _fallback_pack(tmp_path, over=over)
+    with pytest.raises(RuleFileError, match=re.escape(problem)):
+        load_ruleset([tmp_path], use_env=False)
+
+
+def test_the_generic_reading_stands_back_for_every_family_rule():
+    """generic-typed-matrix stands over the op-only generic rules and nothing else."""
+    rule = RULESET.get("generic-typed-matrix")
+    assert rule is not None and rule.fallback_over is not None
+    for other in rule.fallback_over:
+        target = RULESET.get(other)
+        assert target is not None and target.labels.get("path") == "unknown"
+        assert "generic" in other
+
 # --- must-not examples from the neighbours: another library's names with the same prefix ------
 
 _PREFIX_WORD = re.compile(r"[A-Za-z]+")

@@ -179,16 +179,50 @@ def evaluate(rule: Rule, found: re.Match[str], ruleset: RuleSet) -> Match:
     )
 
 
+def _stands_over(fallback: Rule, top: Rule | None) -> bool:
+    """Whether a fallback rule answers instead of ``top``, the best ordinary match (or none)."""
+    return fallback.fallback_over is not None and (top is None or top.id in fallback.fallback_over)
+
+
+def _winner(hits: list[tuple[Rule, re.Match[str]]]) -> int | None:
+    """Position of the winning hit among ``hits`` (priority order), or None without hits.
+
+    The best ordinary rule wins, unless it is one that a matching fallback rule names in its
+    ``fallback_over`` (or no ordinary rule matched): then the best such fallback wins. So a
+    fallback reading never overrides a family rule's answer, abstentions included.
+    """
+    top = next((i for i, (rule, _) in enumerate(hits) if rule.fallback_over is None), None)
+    top_rule = hits[top][0] if top is not None else None
+    fallback = next((i for i, (rule, _) in enumerate(hits) if _stands_over(rule, top_rule)), None)
+    return fallback if fallback is not None else top
+
+
 def all_matches(text: str, ruleset: RuleSet) -> list[Match]:
-    """Every rule that matches ``text``, highest priority first (for ``rules explain``)."""
-    return [evaluate(rule, found, ruleset) for rule, found in _candidates(text, ruleset)]
+    """Every rule that matches ``text``, the winner first, then by priority (``rules explain``)."""
+    hits = list(_candidates(text, ruleset))
+    won = _winner(hits)
+    if won:
+        hits.insert(0, hits.pop(won))
+    return [evaluate(rule, found, ruleset) for rule, found in hits]
 
 
 def best_match(text: str, ruleset: RuleSet) -> Match | None:
-    """The winning match: rules are sorted by priority, so the first hit wins."""
-    for rule, found in _candidates(text, ruleset):
-        return evaluate(rule, found, ruleset)
-    return None
+    """The winning match: the first hit in priority order, unless a fallback stands over it.
+
+    Only when the first ordinary hit is a rule some fallback names (or there is none) are the
+    remaining candidates looked at, so most names stop at their first hit as before.
+    """
+    candidates = _candidates(text, ruleset)
+    hits: list[tuple[Rule, re.Match[str]]] = []
+    for rule, found in candidates:
+        hits.append((rule, found))
+        if rule.fallback_over is None:
+            if rule.id not in ruleset.fallback_targets:
+                return evaluate(rule, found, ruleset)
+            break
+    hits.extend(candidates)
+    won = _winner(hits)
+    return None if won is None else evaluate(hits[won][0], hits[won][1], ruleset)
 
 
 def guard_truncation(match: Match, kname: KernelName) -> Match:

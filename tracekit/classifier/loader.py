@@ -53,6 +53,7 @@ _RULE_KEYS = (
     "requires_arch",
     "needs_full_name",
     "decisive",
+    "fallback_over",
     "reason",
     "example",
     *LABEL_KEYS,
@@ -109,6 +110,7 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
                 hint=_suggest(name, table_files),
             )
         tables[name] = _load_table(name, table_files[name], operand_types)
+    _check_fallbacks(rules)
     rules.sort(key=lambda r: (-r.priority, r.id))
     return RuleSet(
         rules=tuple(rules),
@@ -346,12 +348,31 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         ignore_case=ignore_case,
         needs_full_name=_full_name_paths(file, data.get("needs_full_name", False)),
         decisive=_decisive_groups(file, data, patterns),
+        fallback_over=(_strings(file, data, "fallback_over")
+                       if "fallback_over" in data else None),
         labels=labels,
         decode=tuple(decode),
         requires_arch=_architectures(file, data),
         reason=data.get("reason"),
         examples=tuple(examples),
     )
+
+
+def _check_fallbacks(rules: Sequence[Rule]) -> None:
+    """``fallback_over`` names rules that exist and are not fallbacks themselves.
+
+    A misspelt id would make the fallback silently never answer over that rule.
+    """
+    by_id = {rule.id: rule for rule in rules}
+    for rule in rules:
+        for other in rule.fallback_over or ():
+            target = by_id.get(other)
+            if target is None:
+                raise RuleFileError(f"{rule.source}: fallback_over names rule '{other}', "
+                                    "which does not exist", hint=_suggest(other, by_id))
+            if target.fallback_over is not None:
+                raise RuleFileError(f"{rule.source}: fallback_over names '{other}', which "
+                                    "is a fallback rule itself")
 
 
 def _architectures(file: DataFile, data: Mapping[str, Any]) -> tuple[str, ...]:

@@ -151,6 +151,10 @@ class Rule:
     #: named groups whose token decides the answer: on a cut name where the matching pattern
     #: has such a group that took no part, the token may lie beyond the cut (answer unknown)
     decisive: tuple[str, ...] = ()
+    #: a fallback rule (``fallback_over`` in its file) stands outside the priority order: it
+    #: answers only when no other rule matched, or when the rule that won is one of these ids
+    #: (the op-only generic rules); ``None`` for an ordinary rule
+    fallback_over: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,13 @@ class RuleSet:
     sources: tuple[Path, ...] = ()
     #: keyword prefilter (tracekit.classifier.prefilter.KeywordIndex), built by load_ruleset
     index: Any = field(default=None, compare=False, repr=False)
+    #: ids some fallback rule may answer over (``Rule.fallback_over``): only a name whose best
+    #: ordinary match is one of these, or has none, needs its other candidates looked at
+    fallback_targets: frozenset[str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        targets = {t for rule in self.rules for t in rule.fallback_over or ()}
+        object.__setattr__(self, "fallback_targets", frozenset(targets))
 
     def get(self, rule_id: str) -> Rule | None:
         for rule in self.rules:

@@ -112,7 +112,12 @@ def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
         f"result: op={result.op} path={result.path} evidence={result.evidence} "
         f"confidence={result.confidence} rule={result.rule}"
     )
-    if len(matches) > 1:
+    if len(matches) > 1 and matches[0].rule.fallback_over is not None:
+        click.echo(
+            f"why: {matches[0].rule.id} is a fallback reading: it answers when no rule matches "
+            f"or only one of {', '.join(matches[0].rule.fallback_over)} does"
+        )
+    elif len(matches) > 1:
         click.echo(
             f"why: {matches[0].rule.id} has the highest priority ({matches[0].rule.priority}) "
             "of the matching rules"
