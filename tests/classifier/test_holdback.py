@@ -72,6 +72,7 @@ MEASURED = {
     "holdback_11.jsonl": (42, 1.00),
     "holdback_12.jsonl": (228, 1.00),
     "holdback_13.jsonl": (134, 1.00),
+    "holdback_14.jsonl": (71, 0.98),
 }
 RULESET = load_ruleset(use_env=False)
 CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
