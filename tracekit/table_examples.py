@@ -8,6 +8,8 @@ classification rule       rules/<id>.toml ``[[example]]`` (tracekit.classifier.t
 decode table              rules/_<table>.toml ``[[example]]``: a real kernel name the winning
                           rule decodes through this table, with the labels it must get
 vocabulary                rules/_paths.toml ``[[example]]``: an operand pair and the path it gives
+exclude sets              rules/_excludes.toml ``[set.*] examples`` (names the set vetoes: no
+                          rule listing it matches them) / ``not_examples`` (the set lets through)
 truncation                rules/_truncation.toml ``[[printer.example]]``: full name -> printed
 phase markers             rules/_phase_markers.toml ``[[marker.match]]`` / ``no_match``
 phase heuristics          rules/_phase_heuristics.toml ``examples`` / ``counter_examples``
@@ -159,6 +161,31 @@ def _vocabulary(result: TableResult, path: Path, ruleset: Any) -> None:
             result.failures.append(f"example[{index}] weights={raw.get('weights')} activations="
                                    f"{raw.get('activations')}: path {got!r}, expected "
                                    f"{raw['path']!r}")
+
+
+def _exclude_sets(result: TableResult, path: Path, ruleset: Any) -> None:
+    """Each set's examples are vetoed by one of its patterns and matched by no rule that lists
+    the set; its not_examples by none of its patterns. Sets a later file replaced are skipped."""
+    from tracekit.classifier.engine import rule_matches
+    from tracekit.classifier.names import prepare
+
+    for name, spec in ruleset.exclude_sets.items():
+        if Path(spec.source) != path:
+            continue
+        users = [rule for rule in ruleset.rules if name in rule.exclude_sets]
+        for example in spec.examples:
+            result.examples += 1
+            text = prepare(example).text
+            if not any(pattern.search(text) for pattern in spec.patterns):
+                result.failures.append(f"set {name}: {example[:80]!r} is not vetoed")
+            for rule in users:
+                if rule_matches(rule, text) is not None:
+                    result.failures.append(f"set {name}: {example[:80]!r} still matches "
+                                           f"{rule.id}")
+        for example in spec.not_examples:
+            result.examples += 1
+            if any(pattern.search(prepare(example).text) for pattern in spec.patterns):
+                result.failures.append(f"set {name}: {example[:80]!r} must not be vetoed")
 
 
 def _truncation(result: TableResult, path: Path, ruleset: Any) -> None:
@@ -382,6 +409,7 @@ def _parser(result: TableResult, path: Path, ruleset: Any) -> None:
 #: table file name -> (kind, checker); rule files and other decode tables are found by shape
 _KNOWN: dict[str, tuple[str, Callable[[TableResult, Path, Any], None]]] = {
     "_paths.toml": ("vocabulary", _vocabulary),
+    "_excludes.toml": ("exclude sets", _exclude_sets),
     "_truncation.toml": ("truncation", _truncation),
     "_phase_markers.toml": ("phase markers", _phase_markers),
     "_phase_heuristics.toml": ("phase heuristics", _phase_heuristics),

@@ -206,6 +206,35 @@ def all_matches(text: str, ruleset: RuleSet) -> list[Match]:
     return [evaluate(rule, found, ruleset) for rule, found in hits]
 
 
+@dataclass(frozen=True)
+class Veto:
+    """A rule whose pattern occurs in a name but one of whose excludes vetoed it
+    (``rules explain``): the exclude's regex and the shared exclude set it came from, if any."""
+
+    rule: Rule
+    exclude: str
+    exclude_set: str | None
+
+
+def vetoes(text: str, ruleset: RuleSet) -> list[Veto]:
+    """Rules (keywords present, a pattern found) that an exclude vetoed, in priority order."""
+    lower = text.lower()
+    out = []
+    for rule in ruleset.rules:
+        if not rule.exclude or (rule.keywords and not any(
+                k in (lower if rule.ignore_case else text) for k in rule.keywords)):
+            continue
+        if not any(pattern.search(text) for pattern in rule.patterns):
+            continue
+        hit = next((ex for ex in rule.exclude if ex.search(text)), None)
+        if hit is None:
+            continue
+        origin = next((name for name in rule.exclude_sets
+                       if hit in ruleset.exclude_sets[name].patterns), None)
+        out.append(Veto(rule, hit.pattern, origin))
+    return out
+
+
 def best_match(text: str, ruleset: RuleSet) -> Match | None:
     """The winning match: the first hit in priority order, unless a fallback stands over it.
 

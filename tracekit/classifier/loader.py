@@ -8,8 +8,9 @@ every match into ``unknown``.
 Built-in rules come from the ``tracekit.rules`` package; user packs (``--rules DIR``, the
 ``TRACEKIT_RULES`` environment variable, ``os.pathsep``-separated) are read after it, and a
 user rule with a built-in rule's id replaces it. Files starting with ``_`` are tables: only
-``_paths.toml`` and tables that a rule's ``decode`` names are read, so tables owned by other
-stages (``_gpus.toml``, ``_findings.toml`` …) are ignored here.
+``_paths.toml``, ``_excludes.toml`` (named exclude sets a rule's ``exclude_sets`` lists) and
+tables that a rule's ``decode`` names are read, so tables owned by other stages
+(``_gpus.toml``, ``_findings.toml`` …) are ignored here.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tracekit.classifier.model import (
     OPS,
     PATHS,
     Example,
+    ExcludeSet,
     Rule,
     RuleSet,
     Table,
@@ -39,6 +41,7 @@ from tracekit.vocabulary import WIDE_PATHS
 
 ENV_VAR = "TRACEKIT_RULES"
 VOCABULARY_FILE = "_paths.toml"
+EXCLUDES_FILE = "_excludes.toml"
 
 _RULE_KEYS = (
     "id",
@@ -48,6 +51,7 @@ _RULE_KEYS = (
     "references",
     "patterns",
     "exclude",
+    "exclude_sets",
     "keywords",
     "decode",
     "requires_arch",
@@ -62,6 +66,8 @@ _EXAMPLE_KEYS = ("name", "match", "note", "arch", *LABEL_KEYS)
 _TABLE_KEYS = ("description", "references", "case_insensitive", "entries", "kind", "example")
 _ENTRY_KEYS = (*LABEL_KEYS, "type", "note")
 _OPERAND_LABELS = ("weights", "activations", "accum")
+_EXCLUDES_KEYS = ("description", "set")
+_EXCLUDE_SET_KEYS = ("description", "references", "patterns", "examples", "not_examples")
 
 
 def builtin_dir() -> Path:
@@ -98,8 +104,10 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
     if not vocab_paths:
         raise RuleFileError(f"{VOCABULARY_FILE}: vocabulary file not found in {dirs[0]}")
     operand_types = _load_vocabulary(vocab_paths)
+    exclude_sets = _load_exclude_sets(table_files.get(EXCLUDES_FILE[1:-5], []))
 
-    rules = [_load_rule_checked(path, operand_types) for path in rule_files.values()]
+    rules = [_load_rule_checked(path, operand_types, exclude_sets)
+             for path in rule_files.values()]
     wanted = {table for rule in rules for _, table, _ in rule.decode}
     tables: dict[str, Table] = {}
     for name in sorted(wanted):
@@ -117,6 +125,7 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
         tables=tables,
         operand_types=operand_types,
         sources=tuple(dirs),
+        exclude_sets=exclude_sets,
         index=KeywordIndex.build(rules),
     )
 
@@ -126,11 +135,12 @@ def load_ruleset(extra_dirs: Sequence[Path] = (), *, use_env: bool = True) -> Ru
 MAX_KEYWORD = 200
 
 
-def _load_rule_checked(path: Path, operand_types: Mapping[str, str]) -> Rule:
+def _load_rule_checked(path: Path, operand_types: Mapping[str, str],
+                       exclude_sets: Mapping[str, ExcludeSet]) -> Rule:
     """``_load_rule``, with a value of a type the checks did not foresee (``patterns = 1.0``,
     found by the property suite) reported as a RuleFileError naming the file."""
     try:
-        return _load_rule(path, operand_types)
+        return _load_rule(path, operand_types, exclude_sets)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
         raise RuleFileError(f"{path}: invalid value ({type(exc).__name__}: {exc})",
                             hint="compare with a rule file in tracekit's rules/ folder") from exc
@@ -261,7 +271,8 @@ def _strings(file: DataFile, data: Mapping[str, Any], key: str) -> tuple[str, ..
     return tuple(raw)
 
 
-def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
+def _load_rule(path: Path, operand_types: Mapping[str, str],
+               exclude_sets: Mapping[str, ExcludeSet]) -> Rule:
     file = _read(path)
     data = file.data
     _check_keys(file, data, _RULE_KEYS, "")
@@ -335,6 +346,7 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
                             "match every name; the keyword index is built recursively)")
     if ignore_case:
         keywords = tuple(k.lower() for k in keywords)
+    set_names = _exclude_set_names(file, data, exclude_sets)
     return Rule(
         id=rule_id,
         source=str(path),
@@ -343,7 +355,8 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         confidence=confidence,
         references=_strings(file, data, "references"),
         patterns=patterns,
-        exclude=_regexes(file, data, "exclude"),
+        exclude=_with_sets(_regexes(file, data, "exclude"), set_names, exclude_sets),
+        exclude_sets=set_names,
         keywords=keywords,
         ignore_case=ignore_case,
         needs_full_name=_full_name_paths(file, data.get("needs_full_name", False)),
@@ -356,6 +369,71 @@ def _load_rule(path: Path, operand_types: Mapping[str, str]) -> Rule:
         reason=data.get("reason"),
         examples=tuple(examples),
     )
+
+
+def _exclude_set_names(file: DataFile, data: Mapping[str, Any],
+                       exclude_sets: Mapping[str, ExcludeSet]) -> tuple[str, ...]:
+    """``exclude_sets``: names of ``[set.<name>]`` tables of ``_excludes.toml``.
+
+    A misspelt name would silently drop a veto (and a confident wrong answer would come back),
+    so it is an error naming the file and line.
+    """
+    names = _strings(file, data, "exclude_sets")
+    for name in names:
+        if name not in exclude_sets:
+            raise RuleFileError(
+                f"{file.where('exclude_sets')}: exclude_sets names set '{name}', which no "
+                f"{EXCLUDES_FILE} defines ([set.{name}])", hint=_suggest(name, exclude_sets))
+    return names
+
+
+def _with_sets(own: tuple[re.Pattern[str], ...], names: Sequence[str],
+               exclude_sets: Mapping[str, ExcludeSet]) -> tuple[re.Pattern[str], ...]:
+    """The rule's own exclude patterns, then each listed set's, each pattern once."""
+    patterns = list(own)
+    for name in names:
+        patterns.extend(p for p in exclude_sets[name].patterns if p not in patterns)
+    return tuple(patterns)
+
+
+def _load_exclude_sets(paths: list[Path]) -> dict[str, ExcludeSet]:
+    """Read ``_excludes.toml``: ``[set.<name>]`` tables of shared veto regexes.
+
+    Like a decode table, a rule pack's file of the same name adds sets, and a set of the same
+    name replaces the built-in one.
+    """
+    sets: dict[str, ExcludeSet] = {}
+    for path in paths:
+        file = _read(path)
+        _check_keys(file, file.data, _EXCLUDES_KEYS, "")
+        raw_sets = file.data.get("set", {})
+        if not isinstance(raw_sets, dict):
+            raise RuleFileError(f"{file.where('set')}: set must be a table of [set.<name>] "
+                                "tables")
+        for name, spec in raw_sets.items():
+            if not isinstance(spec, dict):
+                raise RuleFileError(f"{file.where_key(['set', name])}: set.{name} must be a "
+                                    "table")
+            _check_keys(file, spec, _EXCLUDE_SET_KEYS, f"set.{name}.")
+            for key in ("description", "references", "patterns"):
+                if not spec.get(key):
+                    raise RuleFileError(f"{file.where_key(['set', name])}: set.{name} needs "
+                                    f"'{key}'")
+            try:
+                patterns = _regexes(file, spec, "patterns")
+            except TypeError as exc:  # ``patterns = 1.0``: not a list
+                raise RuleFileError(f"{file.where_key(['set', name])}: set.{name}.patterns "
+                                    "must be a list of regexes") from exc
+            sets[name] = ExcludeSet(
+                name=name,
+                source=str(path),
+                description=" ".join(str(spec["description"]).split()),
+                references=_strings(file, spec, "references"),
+                patterns=patterns,
+                examples=_strings(file, spec, "examples"),
+                not_examples=_strings(file, spec, "not_examples"),
+            )
+    return sets
 
 
 def _check_fallbacks(rules: Sequence[Rule]) -> None:

@@ -121,6 +121,25 @@ class Table:
 
 
 @dataclass(frozen=True)
+class ExcludeSet:
+    """A named exclude set (``[set.<name>]`` of ``rules/_excludes.toml``): veto regexes that
+    several rules share for one reason, with that reason's evidence.
+
+    A rule lists it in ``exclude_sets``; the loader appends ``patterns`` to the rule's own
+    ``exclude``, so the engine sees one flat list. ``examples`` are names the set must veto
+    (in every rule that lists it), ``not_examples`` names it must let through.
+    """
+
+    name: str
+    source: str
+    description: str
+    references: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+    examples: tuple[str, ...] = ()
+    not_examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Rule:
     """One classification rule, loaded from ``rules/<id>.toml``.
 
@@ -155,6 +174,8 @@ class Rule:
     #: answers only when no other rule matched, or when the rule that won is one of these ids
     #: (the op-only generic rules); ``None`` for an ordinary rule
     fallback_over: tuple[str, ...] | None = None
+    #: names of the shared exclude sets whose patterns ``exclude`` includes (after the rule's own)
+    exclude_sets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -165,6 +186,8 @@ class RuleSet:
     tables: Mapping[str, Table]
     operand_types: Mapping[str, str]
     sources: tuple[Path, ...] = ()
+    #: the named exclude sets of ``_excludes.toml`` (built-in, then rule packs), by name
+    exclude_sets: Mapping[str, ExcludeSet] = field(default_factory=dict)
     #: keyword prefilter (tracekit.classifier.prefilter.KeywordIndex), built by load_ruleset
     index: Any = field(default=None, compare=False, repr=False)
     #: ids some fallback rule may answer over (``Rule.fallback_over``): only a name whose best

@@ -27,7 +27,7 @@ from tracekit.classifier.corpus import (
     score,
     score_as_dict,
 )
-from tracekit.classifier.engine import all_matches
+from tracekit.classifier.engine import all_matches, vetoes
 from tracekit.classifier.names import prepare
 from tracekit.table_examples import builtin_files, check_files
 
@@ -88,7 +88,10 @@ def test_rules(directory: Path | None, strict: bool) -> None:
 @click.option("--arch", help="GPU architecture for the feasibility check (sm90, sm120, gfx942).")
 @_RULES_OPTION
 def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
-    """Every rule that matches NAME, which one won and why."""
+    """Every rule that matches NAME, which one won and why.
+
+    Rules whose pattern occurs in NAME but which an exclude vetoed are listed as "vetoed", with
+    the exclude regex or the shared exclude set (rules/_excludes.toml) it came from."""
     ruleset = load_ruleset(rule_dirs)
     kname = prepare(name)
     if kname.demangled:
@@ -107,6 +110,10 @@ def explain(name: str, arch: str | None, rule_dirs: tuple[Path, ...]) -> None:
         )
         click.echo(f"      pattern {match.pattern}")
         click.echo(f"      {match.reason}")
+    for veto in vetoes(kname.text, ruleset):
+        by = (f"exclude set {veto.exclude_set}" if veto.exclude_set
+              else f"exclude {veto.exclude}")
+        click.echo(f"vetoed {veto.rule.id} (priority {veto.rule.priority}): {by}")
     result = classify_name(name, ruleset, arch=arch)
     click.echo(
         f"result: op={result.op} path={result.path} evidence={result.evidence} "
