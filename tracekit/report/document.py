@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from tracekit.classifier.convolutions import is_convolution
+from tracekit.classifier.convolutions import convolution_names
 from tracekit.store.counts import run_counts
 from tracekit.vocabulary import GEMM_OPS, LAYERS, PHASES, SEVERITIES
 
@@ -79,8 +79,10 @@ def kernels(connection: Connection, run_id: int) -> list[dict[str, Any]]:
         summed["phase_ns"][phase or "unattributed"] += int(total or 0)
     ordered = sorted(per_name.values(), key=lambda e: (-e["total_ns"], e["name"]))
     shown = [entry for entry in ordered if entry["count"] > 0]
-    for entry in shown:  # a convolution computed as an implicit GEMM (rules/_convolutions.toml)
-        entry["convolution"] = entry["op"] in GEMM_OPS and is_convolution(entry["name"])
+    # a convolution computed as a GEMM (rules/_convolutions.toml); mangled names demangled once
+    convolutions = convolution_names(e["name"] for e in shown if e["op"] in GEMM_OPS)
+    for entry in shown:
+        entry["convolution"] = entry["op"] in GEMM_OPS and entry["name"] in convolutions
     return shown
 
 
