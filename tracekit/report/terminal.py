@@ -132,7 +132,7 @@ def render(document: dict[str, Any], stream: TextIO | None = None, *,
 
 
 def _convolution_part(summary: dict[str, Any]) -> str:
-    """`` (2.4 ms of it convolutions)`` when convolutions computed as implicit GEMMs count in
+    """`` (2.4 ms of it convolutions)`` when convolutions computed as GEMMs count in
     the GEMM time, so a vision model's GEMM time is not read as linear layers."""
     ns = summary.get("convolution_gemm_ns") or 0
     return f" ({format_ns(ns)} of it convolutions)" if ns else ""
@@ -226,7 +226,7 @@ def _gemm_paths(console: Console, summary: dict[str, Any]) -> None:
     title = "GEMM time by datatype path"
     if summary.get("convolution_gemm_ns"):
         title += (f" ({format_ns(summary['convolution_gemm_ns'])} of it convolutions computed "
-                  "as implicit GEMMs)")
+                  "as GEMMs)")
     table = _table(console, title,
                    [("path", "left", False), ("time", "right", False), ("share", "right", False)])
     total = summary["gemm_time_ns"]
