@@ -163,14 +163,26 @@ def test_every_unknown_answer_says_why():
             assert answer.reason, entry.where
 
 
+#: past this many characters a name is cut more sparsely (still at every template or parameter
+#: list it opens): the cuts of a few 5,000-character names (Transformer Engine's function-pointer
+#: templates, CUTLASS FMHA) at every boundary made up most of the test's time
+DENSE_CUTS = 1024
+
+
 def cut_lengths(name: str) -> list[int]:
     """Where to cut ``name``: around every token boundary (the cuts that can make a token look
-    complete or drop the one that decides), every fifth character, and the printers' limits."""
+    complete or drop the one that decides), every fifth character, and the printers' limits;
+    past ``DENSE_CUTS`` characters, where each template or parameter list opens and at every
+    25th character."""
     separators = set("_<>(), :*&")
-    lengths = {n for n in range(6, len(name), 5)}
+    lengths = {n for n in range(6, min(len(name), DENSE_CUTS), 5)}
+    lengths.update(range(DENSE_CUTS, len(name), 25))
     for index, char in enumerate(name):
         if char in separators:
-            lengths.update((index - 1, index, index + 1))
+            if index < DENSE_CUTS:
+                lengths.update((index - 1, index, index + 1))
+            elif char in "<(":
+                lengths.add(index + 1)
     lengths.update(p.keep for p in printers() if p.keep)
     return sorted(n for n in lengths if 6 <= n < len(name))
 
