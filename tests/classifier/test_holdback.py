@@ -94,6 +94,7 @@ MEASURED = {
     "holdback_15.jsonl": (95, 1.00),
     "holdback_16.jsonl": (102, 1.00),
     "holdback_17.jsonl": (173, 0.98),
+    "holdback_18.jsonl": (108, 1.00),
 }
 RULESET = load_ruleset(use_env=False)
 CORPUS_NAMES = {e.name for e in load_corpus([paths.CORPUS], RULESET.operand_types)}
