@@ -417,8 +417,8 @@ def _load_exclude_sets(paths: list[Path]) -> dict[str, ExcludeSet]:
             _check_keys(file, spec, _EXCLUDE_SET_KEYS, f"set.{name}.")
             for key in ("description", "references", "patterns"):
                 if not spec.get(key):
-                    raise RuleFileError(f"{file.where_key(['set', name])}: set.{name} needs "
-                                    f"'{key}'")
+                    raise RuleFileError(
+                        f"{file.where_key(['set', name])}: set.{name} needs '{key}'")
             try:
                 patterns = _regexes(file, spec, "patterns")
             except TypeError as exc:  # ``patterns = 1.0``: not a list
